@@ -1,0 +1,13 @@
+// Command claude-relay runs the Claude Code CLI for an editor and forwards
+// everything it does to a backend. See README.md.
+package main
+
+import (
+	"os"
+
+	"github.com/claude-relay/claude-relay/internal/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:]))
+}

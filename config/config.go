@@ -1,0 +1,120 @@
+package config
+
+import (
+	"log/slog"
+	"net/url"
+	"time"
+)
+
+// Config is the effective configuration. Zero values mean "use the default";
+// Load always returns a fully defaulted, validated Config.
+type Config struct {
+	Backend   Backend
+	Serve     Serve
+	DataDir   string
+	Workspace string // default cwd for runs (CLAUDE_WORKSPACE_PATH)
+	Claude    Claude
+	Approvals Approvals
+	Spool     Spool
+	Forwarder Forwarder
+	Log       Log
+}
+
+// Backend is where the forwarder delivers events.
+type Backend struct {
+	URL       string // empty: the embedded default backend
+	Token     Secret
+	TokenFile string
+}
+
+// Serve configures the reference backend.
+type Serve struct {
+	Addr   string
+	DB     string // sqlite:PATH or a postgres:// URL
+	Tokens []Secret
+}
+
+// Claude configures how the CLI is found and started.
+type Claude struct {
+	Path           string // empty: discovery
+	Model          string
+	Args           []string
+	Env            map[string]string
+	StartupTimeout time.Duration
+}
+
+// Approvals configures tool approvals.
+type Approvals struct {
+	Timeout time.Duration
+}
+
+// Spool configures the forwarder's durable queue.
+type Spool struct {
+	Dir      string
+	MaxBytes int64
+}
+
+// Forwarder configures delivery to the backend.
+type Forwarder struct {
+	DrainTimeout   time.Duration
+	AttemptTimeout time.Duration
+	MinBackoff     time.Duration
+	MaxBackoff     time.Duration
+	Batch          string // auto, always or never
+	MaxBatch       int
+}
+
+// Log configures slog on stderr.
+type Log struct {
+	Level  slog.Level
+	Format string // text or json
+}
+
+// Secret is a string that refuses to be printed: String, GoString, JSON and
+// slog all render it as "***", so a token cannot leak through a stray %v.
+type Secret string
+
+const redacted = "***"
+
+// Reveal returns the secret value; call it only where the value is used.
+func (s Secret) Reveal() string { return string(s) }
+
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// GoString keeps %#v from printing the value.
+func (s Secret) GoString() string { return s.String() }
+
+// LogValue keeps slog from printing the value.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalText keeps encoders from printing the value.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Secrets lists every configured secret value, for log redaction.
+func (c *Config) Secrets() []string {
+	var out []string
+	if c.Backend.Token != "" {
+		out = append(out, c.Backend.Token.Reveal())
+	}
+	for _, t := range c.Serve.Tokens {
+		if t != "" {
+			out = append(out, t.Reveal())
+		}
+	}
+	if u, err := url.Parse(c.Serve.DB); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
+		}
+	}
+	for k, v := range c.Claude.Env {
+		if SecretEnvName(k) && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

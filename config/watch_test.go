@@ -1,0 +1,91 @@
+package config
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestWatcherAppliesTokenAndLevelAndRejectsBadEdit(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "backend:\n  token: first\nlog:\n  level: info\n")
+	opts := LoadOptions{File: file, LookupEnv: envOf(map[string]string{"HOME": dir})}
+	l, err := Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive(l.Config)
+
+	var mu sync.Mutex
+	var errs []error
+	w := &Watcher{Options: opts, Path: file, Debounce: 20 * time.Millisecond,
+		OnChange: func(l *Loaded) { live.Apply(l.Config) },
+		OnError:  func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+
+	// fsnotify needs the watch in place before the write; retry the write
+	// until the change lands rather than sleeping a guessed amount.
+	eventually(t, func() bool {
+		writeFile(t, dir, "backend:\n  token: second\nlog:\n  level: debug\n")
+		return live.Token().Reveal() == "second" && live.Level().Level() == slog.LevelDebug
+	})
+
+	writeFile(t, dir, "backend:\n  token: third\nlog:\n  level: shouting\n")
+	eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) > 0 })
+	if live.Token().Reveal() != "second" || live.Level().Level() != slog.LevelDebug {
+		t.Errorf("bad edit changed live values: token=%q level=%v", live.Token().Reveal(), live.Level().Level())
+	}
+	mu.Lock()
+	msg := errs[0].Error()
+	mu.Unlock()
+	if want := `log.level = "shouting"`; !contains(msg, want) || !contains(msg, "keeping the previous") {
+		t.Errorf("reload error %q", msg)
+	}
+}
+
+func TestWatcherPollFallback(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "log:\n  level: info\n")
+	opts := LoadOptions{File: file, LookupEnv: envOf(map[string]string{"HOME": dir})}
+	changed := make(chan slog.Level, 8)
+	w := &Watcher{Options: opts, Path: file, Poll: 10 * time.Millisecond,
+		OnChange: func(l *Loaded) { changed <- l.Config.Log.Level }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.poll(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, func() bool {
+		writeFile(t, dir, "log:\n  level: error\n")
+		select {
+		case lv := <-changed:
+			return lv == slog.LevelError
+		default:
+			return false
+		}
+	})
+}
+
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+

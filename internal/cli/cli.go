@@ -1,0 +1,145 @@
+// Package cli holds the claude-relay commands. Each command is an options
+// struct, a constructor and a run function: cobra only fills the options, and
+// tests call the run functions or Main itself.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/claude-relay/claude-relay/config"
+	"github.com/claude-relay/claude-relay/internal/logging"
+)
+
+// Exit statuses beyond a command's own.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// ExitError ends the process with Code after printing nothing more; the
+// command has already said what went wrong.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
+// errUsage marks errors in the command line or configuration.
+var errUsage = errors.New("usage")
+
+// App is what every command shares: its streams, the environment it was
+// given, the loaded configuration and the logger.
+type App struct {
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Stderr    io.Writer
+	LookupEnv func(string) (string, bool)
+	Getwd     func() (string, error)
+
+	configFile string
+	loaded     *config.Loaded
+	live       *config.Live
+	log        *slog.Logger
+}
+
+// Main runs claude-relay with args and returns the exit status.
+func Main(args []string) int {
+	app := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: os.LookupEnv, Getwd: os.Getwd}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return app.Run(ctx, args)
+}
+
+// Run executes one command line.
+func (a *App) Run(ctx context.Context, args []string) int {
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(a.Stdin)
+	root.SetOut(a.Stdout)
+	root.SetErr(a.Stderr)
+	err := root.ExecuteContext(ctx)
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Code
+	case errors.Is(err, errUsage), errors.Is(err, config.ErrInvalid), errors.Is(err, config.ErrConfigFile),
+		errors.Is(err, config.ErrUnknownConfig), errors.Is(err, config.ErrTokenFile):
+		fmt.Fprintln(a.Stderr, "claude-relay:", a.redact(err.Error()))
+		return exitUsage
+	default:
+		fmt.Fprintln(a.Stderr, "claude-relay:", a.redact(err.Error()))
+		return exitFailure
+	}
+}
+
+// flagKeys binds global flags to configuration keys.
+var flagKeys = map[string]string{
+	"backend.url": "backend-url",
+	"data_dir":    "data-dir",
+	"claude.path": "claude-path",
+	"log.level":   "log-level",
+	"log.format":  "log-format",
+}
+
+func (a *App) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "claude-relay",
+		Short:         "Run Claude Code from an editor and forward everything it does to a backend",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.load(cmd.Root().PersistentFlags())
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.configFile, "config", "", "config file (default $XDG_CONFIG_HOME/claude-relay/config.yaml)")
+	pf.String("backend-url", "", "backend base URL (empty: the embedded default)")
+	pf.String("data-dir", "", "data directory")
+	pf.String("claude-path", "", "Claude Code CLI to run (empty: discovery)")
+	pf.String("log-level", "", "debug, info, warn or error")
+	pf.String("log-format", "", "text or json")
+	root.AddCommand(newVersionCmd(a), newConfigCmd(a), newDoctorCmd(a))
+	return root
+}
+
+// load reads the configuration once per process and sets up logging.
+func (a *App) load(flags *pflag.FlagSet) error {
+	cwd, err := a.Getwd()
+	if err != nil {
+		return fmt.Errorf("current directory: %w", err)
+	}
+	l, err := config.Load(config.LoadOptions{
+		File: a.configFile, LookupEnv: a.LookupEnv, Flags: flags, FlagKeys: flagKeys, Cwd: cwd,
+	})
+	if err != nil {
+		return err
+	}
+	a.loaded = l
+	a.live = config.NewLive(l.Config)
+	a.log = logging.New(a.Stderr, l.Config.Log.Format, a.live.Level(), a.live.Secrets)
+	return nil
+}
+
+// loadOptions are the options the configuration was loaded with, for reloads.
+func (a *App) loadOptions(flags *pflag.FlagSet) config.LoadOptions {
+	cwd, _ := a.Getwd()
+	return config.LoadOptions{File: a.configFile, LookupEnv: a.LookupEnv, Flags: flags, FlagKeys: flagKeys, Cwd: cwd}
+}
+
+func (a *App) redact(s string) string {
+	if a.live == nil {
+		return s
+	}
+	return logging.Redact(s, a.live.Secrets())
+}

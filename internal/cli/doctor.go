@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/claude-relay/claude-relay/internal/discovery"
+)
+
+type doctorOptions struct {
+	timeout time.Duration
+}
+
+func newDoctorCmd(a *App) *cobra.Command {
+	o := doctorOptions{timeout: 20 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the Claude CLI, credentials and configuration; exit 1 if something is wrong",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDoctor(cmd.Context(), a, o)
+		},
+	}
+	return cmd
+}
+
+// finding is one doctor check's outcome: ok with a detail, or a problem and its fix.
+type finding struct {
+	name    string
+	detail  string
+	problem string
+	fix     string
+}
+
+func runDoctor(ctx context.Context, a *App, o doctorOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	findings := []finding{
+		{name: "config", detail: configDetail(a)},
+		checkCLI(ctx, a),
+		checkCredentials(a),
+	}
+	failed := 0
+	for _, f := range findings {
+		if f.problem == "" {
+			fmt.Fprintf(a.Stdout, "ok    %-12s %s\n", f.name, a.redact(f.detail))
+			continue
+		}
+		failed++
+		fmt.Fprintf(a.Stdout, "FAIL  %-12s %s; fix: %s\n", f.name, a.redact(f.problem), a.redact(f.fix))
+	}
+	if failed > 0 {
+		return &ExitError{Code: exitFailure}
+	}
+	return nil
+}
+
+func configDetail(a *App) string {
+	if a.loaded.File == "" {
+		return "valid (no config file; defaults, env and flags)"
+	}
+	return "valid (" + a.loaded.File + ")"
+}
+
+func checkCLI(ctx context.Context, a *App) finding {
+	home, _ := a.LookupEnv("HOME")
+	path, _ := a.LookupEnv("PATH")
+	res, err := discovery.Find(ctx, discovery.Options{
+		ConfiguredPath: a.loaded.Config.Claude.Path, Home: home, PathEnv: path,
+	})
+	if err != nil {
+		return finding{name: "claude CLI", problem: err.Error(),
+			fix: "install it (npm install -g @anthropic-ai/claude-code) or set claude.path (CLAUDE_RELAY_CLAUDE_PATH)"}
+	}
+	detail := fmt.Sprintf("%s at %s (from %s)", res.Version, res.Path, res.Source)
+	if n := len(res.Candidates); n > 1 {
+		detail += fmt.Sprintf("; %d installs found, highest version chosen", n)
+	}
+	return finding{name: "claude CLI", detail: detail}
+}
+
+// credentialEnv are the variables the Claude CLI authenticates with.
+var credentialEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}
+
+// checkCredentials says whether the CLI has credentials, never what they are.
+func checkCredentials(a *App) finding {
+	f := finding{name: "credentials"}
+	for _, name := range credentialEnv {
+		if v, ok := a.loaded.Config.Claude.Env[name]; ok && v != "" {
+			f.detail = name + " set in claude.env (value not shown)"
+			return f
+		}
+		if v, ok := a.LookupEnv(name); ok && v != "" {
+			f.detail = name + " set in the environment (value not shown)"
+			return f
+		}
+	}
+	if home, ok := a.LookupEnv("HOME"); ok {
+		p := filepath.Join(home, ".claude", ".credentials.json")
+		if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
+			f.detail = "login found in " + p + " (contents not read)"
+			return f
+		}
+	}
+	f.problem = "no Claude credentials found (" + fmt.Sprint(credentialEnv) + " unset, no ~/.claude/.credentials.json)"
+	f.fix = "run `claude` once and log in, or set ANTHROPIC_API_KEY (or claude.env in the config)"
+	return f
+}

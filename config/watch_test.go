@@ -88,4 +88,3 @@ func eventually(t *testing.T, cond func() bool) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

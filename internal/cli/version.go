@@ -21,7 +21,7 @@ func newVersionCmd(a *App) *cobra.Command {
 		Args:  cobra.NoArgs,
 		// version works even when the configuration is broken.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
-		RunE: func(*cobra.Command, []string) error { return runVersion(a, o) },
+		RunE:              func(*cobra.Command, []string) error { return runVersion(a, o) },
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return cmd

@@ -169,8 +169,8 @@ type messagesBody struct {
 	} `json:"output_config"`
 }
 
-// parseBody fills the Messages API fields of r from its body. A body that
-// does not parse leaves them empty: the request is then a side request.
+// parseBody fills the Messages API fields of r from its body; the server
+// answers 400 to a body it cannot decode. An empty body fills nothing.
 func (r *Request) parseBody() (messagesBody, error) {
 	var b messagesBody
 	if len(bytes.TrimSpace(r.Body)) == 0 {

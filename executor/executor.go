@@ -1,0 +1,65 @@
+package executor
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/claude-relay/claude-relay/internal/proc"
+)
+
+// Options configure an Executor; zero values mean the defaults.
+type Options struct {
+	CLIPath      string            // the Claude CLI to run
+	BaseCommand  string            // replaces CLIPath, shell-split (for example "npx -y @anthropic-ai/claude-code@2.1.330")
+	Model        string            // default model (claude.model)
+	Args         []string          // extra arguments for every run (claude.args)
+	BaseEnv      []string          // the environment runs start from (the helper's own)
+	Env          map[string]string // claude.env, over BaseEnv
+	RemoveAPIKey bool              // drop ANTHROPIC_API_KEY, so the CLI uses its own login
+
+	StartupTimeout  time.Duration // no stdout within this: kill and fail (30s)
+	ApprovalTimeout time.Duration // an unanswered approval is denied (10m)
+	InterruptGrace  time.Duration // after interrupt, wait this long before signals (5s)
+	SignalGap       time.Duration // between SIGINT, SIGTERM and SIGKILL (2s)
+	MaxLine         int           // longest stdout line accepted (DefaultMaxLine)
+
+	Registry *proc.Registry // records live runs so a later start can kill what a crash left; nil: none
+	Logger   *slog.Logger
+}
+
+// Executor starts runs. It is safe for concurrent use: runs are independent.
+type Executor struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns an Executor with opts, defaults filled in.
+func New(opts Options) *Executor {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.StartupTimeout, 30*time.Second)
+	def(&opts.ApprovalTimeout, 10*time.Minute)
+	def(&opts.InterruptGrace, 5*time.Second)
+	def(&opts.SignalGap, 2*time.Second)
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = DefaultMaxLine
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Executor{opts: opts, log: log}
+}
+
+// CleanupOrphans kills what runs of a crashed helper left behind (recorded in
+// the Registry) and removes their records. Call it once at start.
+func (e *Executor) CleanupOrphans(ctx context.Context) (proc.CleanupReport, error) {
+	if e.opts.Registry == nil {
+		return proc.CleanupReport{}, nil
+	}
+	return e.opts.Registry.Cleanup(ctx, e.opts.SignalGap)
+}

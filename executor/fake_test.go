@@ -1,0 +1,336 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claude-relay/claude-relay/internal/proc"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+)
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) Event(e Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) kinds(k EventKind) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Event
+	for _, e := range r.events {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *recorder) types() []string {
+	var out []string
+	for _, e := range r.kinds(EventLine) {
+		out = append(out, e.Message.Type)
+	}
+	return out
+}
+
+// fakeRun runs the fake CLI in mode with fast timings.
+func fakeRun(t *testing.T, ctx context.Context, mode fakecli.Mode, req Request, approver Approver, opts ...fakecli.Option) (*Result, error, *recorder) {
+	t.Helper()
+	path, env := fakecli.Command(mode, opts...)
+	e := New(Options{
+		CLIPath: path, BaseEnv: append(os.Environ(), env...),
+		StartupTimeout: 5 * time.Second, InterruptGrace: 300 * time.Millisecond, SignalGap: 150 * time.Millisecond,
+		ApprovalTimeout: 5 * time.Second,
+	})
+	if req.Prompt == "" {
+		req.Prompt = "hello"
+	}
+	rec := &recorder{}
+	res, err := e.Run(ctx, req, rec, approver)
+	return res, err, rec
+}
+
+func TestNormalTurn(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "stdin")
+	res, err, rec := fakeRun(t, context.Background(), fakecli.ModeNormal,
+		Request{Model: "-weird-model", MaxTurns: 3}, nil, fakecli.WithRecordFile(record))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusCompleted || res.ExitCode != 0 || res.Stdout != fakecli.ReplyText {
+		t.Errorf("result %+v", res)
+	}
+	if res.ConversationID != fakecli.DefaultSessionID || res.TotalCostUSD == 0 || res.Usage.InputTokens != 10 {
+		t.Errorf("conversation/usage: %+v", res)
+	}
+	types := rec.types()
+	if !slices.Contains(types, "system") || types[len(types)-1] != "result" {
+		t.Errorf("line types %v", types)
+	}
+	lines := readLines(t, record)
+	if !strings.Contains(lines[0], `"--model=-weird-model"`) || !strings.Contains(lines[0], `"--max-turns=3"`) {
+		t.Errorf("argv %s", lines[0])
+	}
+	// initialize, set_permission_mode and the prompt, in that order, at once.
+	want := []string{`"subtype":"initialize"`, `"subtype":"set_permission_mode"`, `"type":"user"`}
+	for i, w := range want {
+		if len(lines) <= i+1 || !strings.Contains(lines[i+1], w) {
+			t.Fatalf("stdin line %d should contain %s; got %q", i+1, w, lines)
+		}
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func TestBlankPromptStartsNothing(t *testing.T) {
+	e := New(Options{CLIPath: "/nonexistent/claude"})
+	res, err := e.Run(context.Background(), Request{Prompt: "  \n"}, nil, nil)
+	if err != nil || res.Status != StatusCompleted || res.ExitCode != 0 || res.DurationMS != 0 {
+		t.Fatalf("blank prompt: %+v %v", res, err)
+	}
+}
+
+func TestMalformedLinesAreReportedNotFatal(t *testing.T) {
+	res, err, rec := fakeRun(t, context.Background(), fakecli.ModeMalformed, Request{}, nil)
+	if err != nil || res.Status != StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	bad := rec.kinds(EventMalformed)
+	if len(bad) < 2 {
+		t.Fatalf("malformed events: %d", len(bad))
+	}
+	for _, e := range bad {
+		if e.Err == nil || len(e.Line) == 0 {
+			t.Errorf("malformed event without error or text: %+v", e)
+		}
+	}
+	var unknown bool
+	for _, e := range rec.kinds(EventLine) {
+		unknown = unknown || e.Message.Unknown()
+	}
+	if !unknown {
+		t.Error("an unknown message type must be passed on")
+	}
+}
+
+func TestHugeLinePassesIntact(t *testing.T) {
+	const size = 20 << 20
+	res, err, rec := fakeRun(t, context.Background(), fakecli.ModeHugeLine, Request{}, nil, fakecli.WithHugeLineSize(size))
+	if err != nil || res.Status != StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	var longest int
+	for _, e := range rec.kinds(EventLine) {
+		longest = max(longest, len(e.Line))
+		if len(e.Line) > size {
+			if txt := e.Message.Assistant.Text(); len(txt) < size {
+				t.Errorf("huge text decoded to %d bytes", len(txt))
+			}
+		}
+	}
+	if longest <= size {
+		t.Fatalf("longest line %d, want > %d", longest, size)
+	}
+	if len(res.Stdout) < size {
+		t.Errorf("stdout %d bytes", len(res.Stdout))
+	}
+}
+
+func TestStartupTimeoutKills(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	path, env := fakecli.Command(fakecli.ModeHang, fakecli.WithPidFile(pids))
+	e := New(Options{CLIPath: path, BaseEnv: append(os.Environ(), env...), StartupTimeout: 300 * time.Millisecond})
+	res, err := e.Run(context.Background(), Request{Prompt: "hi"}, nil, nil)
+	if !errors.Is(err, ErrStartupTimeout) || res.Status != StatusFailed || !strings.Contains(res.Stderr, "no output within 300ms") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	assertGone(t, pids)
+}
+
+func TestCrashMidTurn(t *testing.T) {
+	res, err, _ := fakeRun(t, context.Background(), fakecli.ModeCrash, Request{}, nil)
+	if !errors.Is(err, ErrNoResult) || res.Status != StatusFailed || res.ExitCode != 3 || res.Stderr == "" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if res.ConversationID == "" {
+		t.Error("the conversation ID seen before the crash should be kept")
+	}
+}
+
+func TestANSIStderrStripped(t *testing.T) {
+	_, err, rec := fakeRun(t, context.Background(), fakecli.ModeANSI, Request{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := rec.kinds(EventStderr)
+	if len(lines) == 0 {
+		t.Fatal("no stderr events")
+	}
+	for _, e := range lines {
+		if strings.Contains(e.Text, "\x1b") {
+			t.Errorf("ANSI left in %q", e.Text)
+		}
+	}
+}
+
+func TestCancelEscalatesToSIGKILLAndFindsGrandchild(t *testing.T) {
+	for _, mode := range []fakecli.Mode{fakecli.ModeIgnoreSignals, fakecli.ModeGrandchild} {
+		t.Run(string(mode), func(t *testing.T) {
+			pids := filepath.Join(t.TempDir(), "pids")
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				waitPids(t, pids, map[fakecli.Mode]int{fakecli.ModeIgnoreSignals: 1, fakecli.ModeGrandchild: 3}[mode])
+				cancel()
+			}()
+			res, err, _ := fakeRun(t, ctx, mode, Request{}, nil, fakecli.WithPidFile(pids))
+			cancel()
+			if err != nil || res.Status != StatusCancelled || res.ExitCode != 130 {
+				t.Fatalf("%+v %v", res, err)
+			}
+			assertGone(t, pids)
+		})
+	}
+}
+
+func TestCancelOfAHealthyRunIsCancelled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	res, err, _ := fakeRun(t, ctx, fakecli.ModeSlow, Request{}, nil, fakecli.WithLineDelay(400*time.Millisecond))
+	if err != nil || res.Status != StatusCancelled {
+		t.Fatalf("a run we cancelled must end cancelled whatever the CLI says: %+v %v", res, err)
+	}
+}
+
+// approverFunc adapts a function to Approver.
+type approverFunc func(context.Context, ApprovalRequest) (Decision, error)
+
+func (f approverFunc) Approve(ctx context.Context, r ApprovalRequest) (Decision, error) { return f(ctx, r) }
+
+func TestApprovalsWithFakeCLI(t *testing.T) {
+	tests := []struct {
+		name     string
+		approver Approver
+		timeout  time.Duration
+		want     string // in what the fake read on stdin
+	}{
+		{"allow", approverFunc(func(context.Context, ApprovalRequest) (Decision, error) { return Decision{Allow: true}, nil }), 0, `"behavior":"allow"`},
+		{"deny", approverFunc(func(context.Context, ApprovalRequest) (Decision, error) {
+			return Decision{Reason: "not today"}, nil
+		}), 0, "the user said: not today"},
+		{"timeout", approverFunc(func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
+			<-ctx.Done()
+			return Decision{}, ctx.Err()
+		}), 200 * time.Millisecond, "did not answer the approval request in time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			record := filepath.Join(t.TempDir(), "stdin")
+			path, env := fakecli.Command(fakecli.ModeTool, fakecli.WithRecordFile(record))
+			e := New(Options{CLIPath: path, BaseEnv: append(os.Environ(), env...), ApprovalTimeout: max(tt.timeout, 5*time.Second)})
+			if tt.timeout > 0 {
+				e.opts.ApprovalTimeout = tt.timeout
+			}
+			var seen ApprovalRequest
+			var mu sync.Mutex
+			wrapped := approverFunc(func(ctx context.Context, r ApprovalRequest) (Decision, error) {
+				mu.Lock()
+				seen = r
+				mu.Unlock()
+				return tt.approver.Approve(ctx, r)
+			})
+			res, err := e.Run(context.Background(), Request{Prompt: "go", Approvals: true}, nil, wrapped)
+			if err != nil || res.Status != StatusCompleted {
+				t.Fatalf("%+v %v", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if seen.ToolName != "Bash" || seen.ApprovalID == "" || seen.ToolUseID != fakecli.ToolUseID {
+				t.Errorf("approval request %+v", seen)
+			}
+			if all := strings.Join(readLines(t, record), "\n"); !strings.Contains(all, tt.want) {
+				t.Errorf("CLI stdin lacks %q:\n%s", tt.want, all)
+			}
+		})
+	}
+}
+
+func TestHooksConfiguration(t *testing.T) {
+	if h := hooks(Request{}); h != nil {
+		t.Errorf("no approvals: no hooks, got %v", h)
+	}
+	h := hooks(Request{Approvals: true, StopGitCheck: true})
+	if h["PreToolUse"][0].Matcher != readOnlyMatcher || h["Stop"][0].HookCallbackIDs[0] != callbackStopGit {
+		t.Errorf("hooks %+v", h)
+	}
+	if h := hooks(Request{PermissionMode: streamjson.PermissionModePlan}); h["PreToolUse"][0].Matcher != "^ExitPlanMode$" {
+		t.Errorf("plan hooks %+v", h)
+	}
+}
+
+func waitPids(t *testing.T, path string, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if pids := readPids(path); len(pids) >= n {
+			return pids
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("pid file %s never had %d pids", path, n)
+	return nil
+}
+
+func readPids(path string) []int {
+	b, _ := os.ReadFile(path)
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// assertGone fails if any pid in the file is still a live process.
+func assertGone(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var alive []int
+		for _, pid := range readPids(path) {
+			if p, err := proc.Lookup(pid); err == nil && proc.Alive(p) {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived the run: %v", alive)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

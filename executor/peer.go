@@ -1,0 +1,126 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/google/uuid"
+
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+)
+
+// errPeerClosed reports a write after stdin was closed.
+var errPeerClosed = errors.New("CLI stdin closed")
+
+// peer is our side of the control protocol: serialised writes to the CLI's
+// stdin and correlation of our control requests with their responses.
+type peer struct {
+	mu      sync.Mutex // serialises writes: a line must never interleave
+	w       io.WriteCloser
+	closed  bool
+	pending map[string]chan *streamjson.ControlResponse
+}
+
+func newPeer(w io.WriteCloser) *peer {
+	return &peer{w: w, pending: map[string]chan *streamjson.ControlResponse{}}
+}
+
+// writeLine writes one NDJSON line. A dead CLI makes stdin writes fail with
+// EPIPE; that is expected, not an error worth more than a debug line.
+func (p *peer) writeLine(line []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errPeerClosed
+	}
+	buf := make([]byte, 0, len(line)+1)
+	buf = append(append(buf, line...), '\n')
+	if _, err := p.w.Write(buf); err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
+			return fmt.Errorf("%w: %w", errPeerClosed, err)
+		}
+		return fmt.Errorf("write to CLI stdin: %w", err)
+	}
+	return nil
+}
+
+// send writes a control request and returns a channel for its response.
+func (p *peer) send(req any) (string, <-chan *streamjson.ControlResponse, error) {
+	id := uuid.NewString()
+	line, err := streamjson.ControlRequest{RequestID: id, Request: req}.Encode()
+	if err != nil {
+		return "", nil, fmt.Errorf("encode control request: %w", err)
+	}
+	ch := make(chan *streamjson.ControlResponse, 1)
+	p.mu.Lock()
+	p.pending[id] = ch
+	p.mu.Unlock()
+	if err := p.writeLine(line); err != nil {
+		p.forget(id)
+		return "", nil, err
+	}
+	return id, ch, nil
+}
+
+// request sends a control request and waits for its response or ctx.
+func (p *peer) request(ctx context.Context, req any) (*streamjson.ControlResponse, error) {
+	id, ch, err := p.send(req)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case resp := <-ch:
+		if resp.Subtype == streamjson.ResponseError {
+			return resp, fmt.Errorf("CLI refused %T: %s", req, resp.Error)
+		}
+		return resp, nil
+	case <-ctx.Done():
+		p.forget(id)
+		return nil, fmt.Errorf("waiting for the CLI to answer %T: %w", req, ctx.Err())
+	}
+}
+
+// resolve hands a control_response to whoever waits for it.
+func (p *peer) resolve(resp *streamjson.ControlResponse) bool {
+	p.mu.Lock()
+	ch, ok := p.pending[resp.RequestID]
+	delete(p.pending, resp.RequestID)
+	p.mu.Unlock()
+	if ok {
+		ch <- resp
+	}
+	return ok
+}
+
+func (p *peer) forget(id string) {
+	p.mu.Lock()
+	delete(p.pending, id)
+	p.mu.Unlock()
+}
+
+func (p *peer) respond(requestID string, response any) error {
+	line, err := streamjson.ControlResponseSuccess(requestID, response)
+	if err != nil {
+		return fmt.Errorf("encode control response: %w", err)
+	}
+	return p.writeLine(line)
+}
+
+func (p *peer) respondError(requestID, msg string) error {
+	return p.writeLine(streamjson.ControlResponseError(requestID, msg))
+}
+
+// close closes stdin once; the CLI ends after its result when it sees EOF.
+func (p *peer) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		p.w.Close()
+	}
+}

@@ -1,0 +1,177 @@
+package executor
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+)
+
+// aggregator builds the result from the stream; only the stdout reader
+// touches it, and Run reads it after the reader has ended.
+type aggregator struct {
+	stdout         strings.Builder
+	conversationID string
+	result         *streamjson.Result
+	limitNotice    string
+}
+
+// limitText recognises rate and usage limit notices in CLI text.
+var limitText = regexp.MustCompile(`(?i)(usage limit|rate limit|rate_limit|hit your limit|limit reached|limit will reset|quota exceeded|overloaded)`)
+
+func (a *aggregator) add(m streamjson.Message) {
+	if a.conversationID == "" {
+		if id, ok := streamjson.ConversationID(m); ok && id != "" {
+			a.conversationID = id
+		}
+	}
+	switch {
+	case m.Assistant != nil:
+		for _, b := range m.Assistant.Message.Blocks() {
+			if b.Type == streamjson.BlockText {
+				a.stdout.WriteString(b.Text)
+				a.stdout.WriteByte('\n')
+			}
+		}
+		// The CLI marks an API error it gave up on in the assistant message.
+		if e := m.Assistant.Error; e != "" && limitText.MatchString(e) && a.limitNotice == "" {
+			a.limitNotice = strings.TrimSpace(m.Assistant.Text())
+			if a.limitNotice == "" {
+				a.limitNotice = e
+			}
+		}
+	case m.Result != nil:
+		a.result = m.Result
+		if m.Result.IsError && a.limitNotice == "" {
+			text := m.Result.Result + " " + strings.Join(m.Result.Errors, " ")
+			if limitText.MatchString(text) || apiStatus(m) == 429 {
+				a.limitNotice = strings.TrimSpace(firstNonEmpty(m.Result.Result, strings.Join(m.Result.Errors, "; "), "rate limited (HTTP 429)"))
+			}
+		}
+	}
+}
+
+// apiStatus reads the result's api_error_status, which the CLI sets when it
+// gave up on the Messages API.
+func apiStatus(m streamjson.Message) int {
+	var v struct {
+		Status int `json:"api_error_status"`
+	}
+	_ = jsonUnmarshal(m.Raw, &v)
+	return v.Status
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if strings.TrimSpace(x) != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// result turns what the run saw into a Result, following seed 002 for the
+// command result and seed 003 for limits and cancels.
+func (r *run) result(o outcome) (*Result, error) {
+	a := &r.agg
+	res := &Result{
+		ConversationID: a.conversationID,
+		StderrTail:     r.stderr.String(),
+		CLIExitCode:    -1,
+		LimitNotice:    a.limitNotice,
+	}
+	res.Stdout = strings.TrimSpace(a.stdout.String())
+	if o.state != nil {
+		res.CLIExitCode = o.state.ExitCode()
+	}
+	if a.result != nil {
+		res.Subtype, res.NumTurns = a.result.Subtype, a.result.NumTurns
+		res.Usage, res.TotalCostUSD, res.HasUsage = a.result.Usage, a.result.TotalCostUSD, true
+	}
+	switch {
+	case o.cancelled:
+		// Whatever the CLI reported after our interrupt, we cancelled it.
+		res.Status, res.ExitCode, res.Stderr = StatusCancelled, 130, "Cancelled"
+		return res, nil
+	case o.timedOut:
+		err := fmt.Errorf("%w: no output within %s", ErrStartupTimeout, r.e.opts.StartupTimeout)
+		res.Status, res.ExitCode, res.Reason = StatusFailed, 1, err.Error()
+		res.Stderr = strings.TrimSpace(err.Error() + "\n" + res.StderrTail)
+		return res, err
+	case a.limitNotice != "":
+		// Seed 003: hitting a limit ends the run as a completion, not a failure.
+		res.Status, res.ExitCode = StatusCompleted, 0
+		return res, nil
+	case a.result != nil && a.result.IsError:
+		res.Status, res.ExitCode = StatusFailed, 1
+		res.Stderr = errorText(a.result)
+		res.Reason = res.Stderr
+		return res, fmt.Errorf("the Claude CLI reported an error: %s", res.Stderr)
+	case a.result != nil:
+		res.Status, res.ExitCode = StatusCompleted, 0
+		return res, nil
+	default:
+		res.Status, res.ExitCode = StatusFailed, res.CLIExitCode
+		if res.ExitCode <= 0 {
+			res.ExitCode = 1
+		}
+		res.Stderr = firstNonEmpty(res.StderrTail, ErrNoResult.Error())
+		res.Reason = fmt.Sprintf("%s (exit status %d)", ErrNoResult, res.CLIExitCode)
+		return res, fmt.Errorf("%w: exit status %d", ErrNoResult, res.CLIExitCode)
+	}
+}
+
+// errorText is seed 002's stderr for an error result.
+func errorText(r *streamjson.Result) string {
+	switch r.Subtype {
+	case streamjson.ResultErrorMaxTurns:
+		return "Maximum turns reached"
+	case streamjson.ResultErrorDuringExecution:
+		return "Error during execution"
+	}
+	return firstNonEmpty(r.Result, strings.Join(r.Errors, "; "), "Error: "+r.Subtype)
+}
+
+// tail keeps the last stderrTailBytes of stderr for the result.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+	size  int
+}
+
+const stderrTailBytes = 8 << 10
+
+func (t *tail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(line) > stderrTailBytes {
+		line = line[len(line)-stderrTailBytes:]
+	}
+	t.lines = append(t.lines, line)
+	t.size += len(line) + 1
+	for t.size > stderrTailBytes && len(t.lines) > 1 {
+		t.size -= len(t.lines[0]) + 1
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, "\n")
+}
+
+// ansi matches CSI and OSC sequences and two-byte escapes.
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return ansi.ReplaceAllString(s, "")
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,20 @@
+// Package proc finds and stops every process a run started, including the ones
+// that escaped the CLI's process group, and cleans up after a crashed helper.
+//
+// The CLI runs in a process group of its own, but its Bash tool puts each
+// command in a new session (setsid), so kill(-pgid) misses it. A run's tree is
+// therefore the union of four views: the CLI itself, its process group, its
+// descendants by parent pid, and every process carrying the run's marker
+// environment variable (MarkerEnv), which all descendants inherit whatever
+// session or parent they end up in. The marker also lets the next helper start
+// find what a SIGKILLed helper left behind (Registry.Cleanup).
+//
+// A process is identified by its pid and its start time (Proc): pids are
+// reused, so nothing is signalled unless its start time still matches what
+// was found. Zombies count as dead: pid 1 on our machines does not reap
+// orphans, so a killed orphan stays a zombie forever.
+//
+// Linux has the full behaviour (it reads /proc). Other Unix systems can signal
+// known pids and groups but cannot discover descendants or marked processes;
+// Windows can only kill known pids.
+package proc

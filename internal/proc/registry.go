@@ -1,0 +1,307 @@
+package proc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Record is what the registry keeps about one live run: enough to find and
+// kill its processes after the helper that started it has died.
+type Record struct {
+	RunID   string    `json:"runID"`
+	Helper  Proc      `json:"helper"` // the helper process that owns the run
+	CLI     Proc      `json:"cli"`
+	PGID    int       `json:"pgid"`
+	Started time.Time `json:"started"`
+}
+
+// Registry keeps one file per live run in Dir (for example <data_dir>/runs),
+// so the next helper start can kill what a crashed helper left behind.
+type Registry struct {
+	Dir string
+}
+
+// RecordError is a problem with one record found by Cleanup.
+type RecordError struct {
+	File  string // path of the record file
+	RunID string // empty if the file could not be read
+	Err   error
+}
+
+func (e *RecordError) Error() string {
+	if e.RunID == "" {
+		return fmt.Sprintf("proc: run record %s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("proc: run record %s (run %q): %v", e.File, e.RunID, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// CleanupReport says what Cleanup found and did.
+type CleanupReport struct {
+	Examined int // record files looked at
+	Stale    int // records whose helper was dead
+	Killed   int // processes signalled while stopping stale runs
+	Errors   []error
+}
+
+const (
+	recordExt = ".json"
+	tmpPrefix = "."
+	// maxRunIDFile keeps the escaped name, extension and temp suffix under the
+	// usual 255-byte limit on a file name.
+	maxRunIDFile = 200
+	// tmpMaxAge is how old a temp file of an interrupted Register must be
+	// before Cleanup removes it: younger ones may belong to a live helper.
+	tmpMaxAge = time.Hour
+)
+
+// errNoDir is returned by a Registry without a directory: writing records
+// into the working directory would hide them from the next start.
+var errNoDir = errors.New("proc: run registry has no directory (set Registry.Dir)")
+
+// Register writes the record of a run to <Dir>/<runID>.json (mode 0600,
+// creating Dir with 0700), replacing any earlier one for the same run. The
+// file appears complete or not at all.
+func (r Registry) Register(rec Record) error {
+	if r.Dir == "" {
+		return errNoDir
+	}
+	name, err := fileName(rec.RunID)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("proc: encode record of run %q: %w", rec.RunID, err)
+	}
+	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
+		return fmt.Errorf("proc: create run registry: %w", err)
+	}
+	return writeAtomic(filepath.Join(r.Dir, name), b)
+}
+
+// writeAtomic writes b to a temp file in the same directory and renames it
+// over path, so a crash never leaves a half-written record behind.
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), tmpPrefix+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("proc: write run record: %w", err)
+	}
+	tmp := f.Name()
+	err = f.Chmod(0o600) // CreateTemp uses 0600 already; be explicit
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("proc: write run record %s: %w", path, err)
+	}
+	return nil
+}
+
+// Unregister removes the record of a run. A missing record is not an error.
+func (r Registry) Unregister(runID string) error {
+	if r.Dir == "" {
+		return errNoDir
+	}
+	name, err := fileName(runID)
+	if err != nil {
+		return err
+	}
+	err = os.Remove(filepath.Join(r.Dir, name))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("proc: remove record of run %q: %w", runID, err)
+	}
+	return nil
+}
+
+// Cleanup stops the runs of helpers that are no longer alive and removes
+// their records; records of live helpers, including another helper running
+// now, are left alone. Each stale run is stopped with KillAll (gap apart, all
+// runs at once) using only what can still be proven to be the run's:
+//   - the CLI, if it is alive with the recorded start time;
+//   - the group, if the CLI leads it or a marked process is in it;
+//   - every process carrying the run's marker.
+//
+// A record is removed once nothing of its run is alive, and kept for the next
+// Cleanup if something survived. Unreadable or corrupt record files are
+// reported in the report's Errors and removed. The error is for a registry
+// that cannot be listed; a missing directory is an empty registry.
+func (r Registry) Cleanup(ctx context.Context, gap time.Duration) (CleanupReport, error) {
+	var rep CleanupReport
+	if r.Dir == "" {
+		return rep, errNoDir
+	}
+	entries, err := os.ReadDir(r.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep, nil
+	}
+	if err != nil {
+		return rep, fmt.Errorf("proc: list run registry: %w", err)
+	}
+	var stale []string
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(r.Dir, name)
+		switch {
+		case e.IsDir():
+			continue
+		case strings.HasPrefix(name, tmpPrefix):
+			removeOldTemp(path, e)
+			continue
+		case !strings.HasSuffix(name, recordExt):
+			continue
+		}
+		rep.Examined++
+		rec, err := readRecord(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by another helper meanwhile
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, err)
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				rep.Errors = append(rep.Errors, &RecordError{File: path, Err: fmt.Errorf("remove: %w", err)})
+			}
+			continue
+		}
+		if Alive(rec.Helper) {
+			continue
+		}
+		rep.Stale++
+		stale = append(stale, path)
+	}
+	results := make([]stopResult, len(stale))
+	var wg sync.WaitGroup
+	for i, path := range stale {
+		wg.Go(func() { results[i] = stopStale(ctx, path, gap) })
+	}
+	wg.Wait()
+	for _, res := range results {
+		rep.Killed += res.killed
+		if res.err != nil {
+			rep.Errors = append(rep.Errors, res.err)
+		}
+	}
+	return rep, nil
+}
+
+type stopResult struct {
+	killed int
+	err    error
+}
+
+// stopStale kills the run of a stale record and removes the record. It
+// reads the record again so that a record a helper re-registered meanwhile
+// is judged on its new contents.
+func stopStale(ctx context.Context, path string, gap time.Duration) stopResult {
+	rec, err := readRecord(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return stopResult{} // another helper cleaned it up
+	}
+	if err != nil {
+		return stopResult{err: err}
+	}
+	if Alive(rec.Helper) {
+		return stopResult{}
+	}
+	signalled, err := killAll(ctx, staleTree(rec), gap)
+	res := stopResult{killed: len(signalled)}
+	if err != nil {
+		res.err = &RecordError{File: path, RunID: rec.RunID, Err: fmt.Errorf("stop leftover processes (record kept for the next start): %w", err)}
+		return res
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		res.err = &RecordError{File: path, RunID: rec.RunID, Err: fmt.Errorf("remove: %w", err)}
+	}
+	return res
+}
+
+// staleTree builds the tree of a run whose helper is gone, keeping only what
+// still provably belongs to the run: a recorded pid or group may have been
+// reused since.
+func staleTree(rec Record) Tree {
+	t := Tree{RunID: rec.RunID}
+	cliAlive := Alive(rec.CLI)
+	if cliAlive {
+		t.Root = rec.CLI
+	}
+	if cliAlive && rec.CLI.PID == rec.PGID {
+		t.PGID = rec.PGID
+		return t
+	}
+	marked, _ := FindMarked(rec.RunID) // unsupported platforms: no marked members
+	for _, p := range marked {
+		if g, ok := pgrpOf(p); ok && g == rec.PGID {
+			t.PGID = rec.PGID
+			break
+		}
+	}
+	return t
+}
+
+func readRecord(path string) (Record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Record{}, err
+		}
+		return Record{}, &RecordError{File: path, Err: err}
+	}
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return Record{}, &RecordError{File: path, Err: fmt.Errorf("corrupt record: %w", err)}
+	}
+	// The file name must be the one Register would have used, which also
+	// rejects an empty run ID (it would match every empty marker).
+	if name, err := fileName(rec.RunID); err != nil || name != filepath.Base(path) {
+		return Record{}, &RecordError{File: path, RunID: rec.RunID, Err: errors.New("corrupt record: run ID does not match the file name")}
+	}
+	return rec, nil
+}
+
+func removeOldTemp(path string, e fs.DirEntry) {
+	if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > tmpMaxAge {
+		os.Remove(path)
+	}
+}
+
+// fileName returns the record file name of a run. Run IDs come from the
+// client, so every byte outside [A-Za-z0-9._-], and a leading '.', is
+// escaped as %XX: names stay readable for the usual UUIDs, and distinct run
+// IDs never share a file.
+func fileName(runID string) (string, error) {
+	if runID == "" || strings.IndexByte(runID, 0) >= 0 {
+		return "", fmt.Errorf("%w: %q (empty or contains NUL)", ErrInvalidRunID, runID)
+	}
+	var b strings.Builder
+	for i := 0; i < len(runID); i++ {
+		c := runID[i]
+		if c == '-' || c == '_' || c == '.' && i > 0 || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	if b.Len() > maxRunIDFile {
+		return "", fmt.Errorf("%w: %q is too long for a file name", ErrInvalidRunID, runID)
+	}
+	return b.String() + recordExt, nil
+}

@@ -1,9 +1,11 @@
 # claude-relay: `make help` lists the targets.
 
 CLI_VERSION        := 2.1.330
+SDK_VERSION        := 0.3.330
 STATICCHECK        := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CACHE_DIR          ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/claude-relay
 CLI_DIR            := $(CACHE_DIR)/cli-$(CLI_VERSION)
+SDK_DIR            := $(CACHE_DIR)/agent-sdk-$(SDK_VERSION)
 GOBIN_DIR          := $(CACHE_DIR)/bin
 BIN                := bin/claude-relay
 VERSION            ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -11,6 +13,7 @@ LDFLAGS            := -X github.com/claude-relay/claude-relay/internal/version.V
 ARGS               ?= doctor
 
 export CLAUDE_RELAY_TEST_CLI ?= $(CLI_DIR)/node_modules/.bin/claude
+export CLAUDE_RELAY_AGENT_SDK ?= $(SDK_DIR)/node_modules/@anthropic-ai/claude-agent-sdk
 
 .PHONY: help run build test unit lint deps bench fuzz
 
@@ -41,13 +44,19 @@ lint: ## go vet, staticcheck, gofmt and go mod tidy must be clean
 	    echo "go mod tidy changes go.mod/go.sum: run it and commit"; \
 	    cp /tmp/claude-relay.go.mod.bak go.mod; cp /tmp/claude-relay.go.sum.bak go.sum; exit 1; fi
 
-deps: ## install the pinned Claude CLI (npm) into $(CACHE_DIR)
+deps: ## install the pinned Claude CLI and Agent SDK (npm) into $(CACHE_DIR)
 	@if [ -x "$(CLI_DIR)/node_modules/.bin/claude" ] && \
 	    "$(CLI_DIR)/node_modules/.bin/claude" --version 2>/dev/null | grep -q '^$(CLI_VERSION) '; then \
 	  echo "claude $(CLI_VERSION) present in $(CLI_DIR)"; \
 	else \
 	  mkdir -p "$(CLI_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(CLI_DIR)" \
 	    @anthropic-ai/claude-code@$(CLI_VERSION); \
+	fi
+	@if [ -f "$(SDK_DIR)/node_modules/@anthropic-ai/claude-agent-sdk/package.json" ]; then \
+	  echo "claude-agent-sdk $(SDK_VERSION) present in $(SDK_DIR)"; \
+	else \
+	  mkdir -p "$(SDK_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(SDK_DIR)" \
+	    @anthropic-ai/claude-agent-sdk@$(SDK_VERSION); \
 	fi
 
 bench: deps ## run the benchmarks and print a table with same-run baselines

@@ -227,7 +227,9 @@ func TestCancelOfAHealthyRunIsCancelled(t *testing.T) {
 // approverFunc adapts a function to Approver.
 type approverFunc func(context.Context, ApprovalRequest) (Decision, error)
 
-func (f approverFunc) Approve(ctx context.Context, r ApprovalRequest) (Decision, error) { return f(ctx, r) }
+func (f approverFunc) Approve(ctx context.Context, r ApprovalRequest) (Decision, error) {
+	return f(ctx, r)
+}
 
 func TestApprovalsWithFakeCLI(t *testing.T) {
 	tests := []struct {

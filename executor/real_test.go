@@ -95,7 +95,10 @@ func TestRealApprovals(t *testing.T) {
 	deny := approverFunc(func(context.Context, ApprovalRequest) (Decision, error) {
 		return Decision{Reason: "no writes today"}, nil
 	})
-	hang := approverFunc(func(ctx context.Context, _ ApprovalRequest) (Decision, error) { <-ctx.Done(); return Decision{}, ctx.Err() })
+	hang := approverFunc(func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
+		<-ctx.Done()
+		return Decision{}, ctx.Err()
+	})
 	tests := []struct {
 		name       string
 		approver   Approver
@@ -246,4 +249,3 @@ func sleeping(runID string) bool {
 	}
 	return false
 }
-

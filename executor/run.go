@@ -361,7 +361,6 @@ func (r *run) handle(msg streamjson.Message) {
 	}
 }
 
-
 // serve answers a control request. Approvals may wait minutes, so every
 // request is answered on its own goroutine; the reader never blocks on one.
 func (r *run) serve(cr *streamjson.ControlRequest) {

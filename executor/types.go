@@ -73,11 +73,11 @@ type EventKind int
 
 // Event kinds.
 const (
-	EventStarted   EventKind = iota + 1 // the CLI process started: PID and Argv
-	EventLine                           // one stdout line, unmodified, with its decoded form
-	EventMalformed                      // a stdout line that is not a JSON object: Line and Err
-	EventStderr                         // one stderr line, ANSI stripped
-	EventLimitNotice                    // a rate or usage limit notice: Text
+	EventStarted     EventKind = iota + 1 // the CLI process started: PID and Argv
+	EventLine                             // one stdout line, unmodified, with its decoded form
+	EventMalformed                        // a stdout line that is not a JSON object: Line and Err
+	EventStderr                           // one stderr line, ANSI stripped
+	EventLimitNotice                      // a rate or usage limit notice: Text
 )
 
 // Event is one thing that happened in a run, reported in order.

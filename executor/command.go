@@ -89,6 +89,10 @@ func (e *Executor) environ(req Request) []string {
 	}
 	out := make([]string, 0, len(env)+1)
 	for k, v := range env {
+		// A name with '=' or NUL would corrupt the environment block.
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			continue
+		}
 		out = append(out, k+"="+v)
 	}
 	slices.Sort(out)

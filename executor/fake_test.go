@@ -50,7 +50,7 @@ func (r *recorder) types() []string {
 }
 
 // fakeRun runs the fake CLI in mode with fast timings.
-func fakeRun(t *testing.T, ctx context.Context, mode fakecli.Mode, req Request, approver Approver, opts ...fakecli.Option) (*Result, error, *recorder) {
+func fakeRun(t *testing.T, ctx context.Context, mode fakecli.Mode, req Request, approver Approver, opts ...fakecli.Option) (*Result, *recorder, error) {
 	t.Helper()
 	path, env := fakecli.Command(mode, opts...)
 	e := New(Options{
@@ -63,12 +63,12 @@ func fakeRun(t *testing.T, ctx context.Context, mode fakecli.Mode, req Request, 
 	}
 	rec := &recorder{}
 	res, err := e.Run(ctx, req, rec, approver)
-	return res, err, rec
+	return res, rec, err
 }
 
 func TestNormalTurn(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "stdin")
-	res, err, rec := fakeRun(t, context.Background(), fakecli.ModeNormal,
+	res, rec, err := fakeRun(t, context.Background(), fakecli.ModeNormal,
 		Request{Model: "-weird-model", MaxTurns: 3}, nil, fakecli.WithRecordFile(record))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestBlankPromptStartsNothing(t *testing.T) {
 }
 
 func TestMalformedLinesAreReportedNotFatal(t *testing.T) {
-	res, err, rec := fakeRun(t, context.Background(), fakecli.ModeMalformed, Request{}, nil)
+	res, rec, err := fakeRun(t, context.Background(), fakecli.ModeMalformed, Request{}, nil)
 	if err != nil || res.Status != StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -138,7 +138,7 @@ func TestMalformedLinesAreReportedNotFatal(t *testing.T) {
 
 func TestHugeLinePassesIntact(t *testing.T) {
 	const size = 20 << 20
-	res, err, rec := fakeRun(t, context.Background(), fakecli.ModeHugeLine, Request{}, nil, fakecli.WithHugeLineSize(size))
+	res, rec, err := fakeRun(t, context.Background(), fakecli.ModeHugeLine, Request{}, nil, fakecli.WithHugeLineSize(size))
 	if err != nil || res.Status != StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -171,7 +171,7 @@ func TestStartupTimeoutKills(t *testing.T) {
 }
 
 func TestCrashMidTurn(t *testing.T) {
-	res, err, _ := fakeRun(t, context.Background(), fakecli.ModeCrash, Request{}, nil)
+	res, _, err := fakeRun(t, context.Background(), fakecli.ModeCrash, Request{}, nil)
 	if !errors.Is(err, ErrNoResult) || res.Status != StatusFailed || res.ExitCode != 3 || res.Stderr == "" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -181,7 +181,7 @@ func TestCrashMidTurn(t *testing.T) {
 }
 
 func TestANSIStderrStripped(t *testing.T) {
-	_, err, rec := fakeRun(t, context.Background(), fakecli.ModeANSI, Request{}, nil)
+	_, rec, err := fakeRun(t, context.Background(), fakecli.ModeANSI, Request{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestCancelEscalatesToSIGKILLAndFindsGrandchild(t *testing.T) {
 				waitPids(t, pids, map[fakecli.Mode]int{fakecli.ModeIgnoreSignals: 1, fakecli.ModeGrandchild: 3}[mode])
 				cancel()
 			}()
-			res, err, _ := fakeRun(t, ctx, mode, Request{}, nil, fakecli.WithPidFile(pids))
+			res, _, err := fakeRun(t, ctx, mode, Request{}, nil, fakecli.WithPidFile(pids))
 			cancel()
 			if err != nil || res.Status != StatusCancelled || res.ExitCode != 130 {
 				t.Fatalf("%+v %v", res, err)
@@ -218,7 +218,7 @@ func TestCancelEscalatesToSIGKILLAndFindsGrandchild(t *testing.T) {
 func TestCancelOfAHealthyRunIsCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	res, err, _ := fakeRun(t, ctx, fakecli.ModeSlow, Request{}, nil, fakecli.WithLineDelay(400*time.Millisecond))
+	res, _, err := fakeRun(t, ctx, fakecli.ModeSlow, Request{}, nil, fakecli.WithLineDelay(400*time.Millisecond))
 	if err != nil || res.Status != StatusCancelled {
 		t.Fatalf("a run we cancelled must end cancelled whatever the CLI says: %+v %v", res, err)
 	}
@@ -334,5 +334,64 @@ func assertGone(t *testing.T, path string) {
 			t.Fatalf("processes outlived the run: %v", alive)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestInterruptCancelsPendingApprovals(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var approverErr error
+	done := make(chan struct{})
+	approver := approverFunc(func(actx context.Context, _ ApprovalRequest) (Decision, error) {
+		cancel() // the user cancels the run while the approval is pending
+		<-actx.Done()
+		approverErr = actx.Err()
+		close(done)
+		return Decision{}, actx.Err()
+	})
+	res, _, err := fakeRun(t, ctx, fakecli.ModeTool, Request{Approvals: true}, approver)
+	if err != nil || res.Status != StatusCancelled {
+		t.Fatalf("%+v %v", res, err)
+	}
+	select {
+	case <-done:
+	default:
+		t.Fatal("the pending approval was never released")
+	}
+	if !errors.Is(approverErr, context.Canceled) {
+		t.Errorf("approval ended with %v, want context.Canceled", approverErr)
+	}
+}
+
+func TestConcurrentRunsAreIndependent(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type out struct {
+		res *Result
+		err error
+	}
+	slow := make(chan out, 1)
+	go func() {
+		res, _, err := fakeRun(t, ctx, fakecli.ModeIgnoreSignals, Request{RunID: "slow"}, nil)
+		slow <- out{res, err}
+	}()
+	var wg sync.WaitGroup
+	results := make([]*Result, 4)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], _, _ = fakeRun(t, context.Background(), fakecli.ModeNormal,
+				Request{RunID: "n" + strconv.Itoa(i)}, nil, fakecli.WithSessionID("session-"+strconv.Itoa(i)))
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.Status != StatusCompleted || r.ConversationID != "session-"+strconv.Itoa(i) {
+			t.Errorf("run %d: %+v", i, r)
+		}
+	}
+	cancel()
+	if o := <-slow; o.res.Status != StatusCancelled {
+		t.Errorf("cancelled run: %+v %v", o.res, o.err)
 	}
 }

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,24 +64,6 @@ func (p *peer) send(req any) (string, <-chan *streamjson.ControlResponse, error)
 		return "", nil, err
 	}
 	return id, ch, nil
-}
-
-// request sends a control request and waits for its response or ctx.
-func (p *peer) request(ctx context.Context, req any) (*streamjson.ControlResponse, error) {
-	id, ch, err := p.send(req)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case resp := <-ch:
-		if resp.Subtype == streamjson.ResponseError {
-			return resp, fmt.Errorf("CLI refused %T: %s", req, resp.Error)
-		}
-		return resp, nil
-	case <-ctx.Done():
-		p.forget(id)
-		return nil, fmt.Errorf("waiting for the CLI to answer %T: %w", req, ctx.Err())
-	}
 }
 
 // resolve hands a control_response to whoever waits for it.

@@ -249,3 +249,16 @@ func sleeping(runID string) bool {
 	}
 	return false
 }
+
+func TestRealRateLimitEndsAsCompletionWithNotice(t *testing.T) {
+	env := newRealEnv(t, mockapi.Script{
+		{Fail: &mockapi.Failure{Status: 429, Times: -1, RetryAfter: 10 * time.Millisecond, Message: "Number of request tokens has exceeded your per-minute rate limit"}},
+	}, func(o *Options) { o.Env = map[string]string{"CLAUDE_CODE_MAX_RETRIES": "1"} })
+	res, rec := env.run(t, Request{Prompt: "hi"}, nil)
+	if res.Status != StatusCompleted || res.ExitCode != 0 || res.LimitNotice == "" {
+		t.Fatalf("a rate limit must end as a completion with a notice: %+v", res)
+	}
+	if len(rec.kinds(EventLimitNotice)) != 1 {
+		t.Errorf("limit notice events: %d", len(rec.kinds(EventLimitNotice)))
+	}
+}

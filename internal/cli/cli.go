@@ -131,12 +131,6 @@ func (a *App) load(flags *pflag.FlagSet) error {
 	return nil
 }
 
-// loadOptions are the options the configuration was loaded with, for reloads.
-func (a *App) loadOptions(flags *pflag.FlagSet) config.LoadOptions {
-	cwd, _ := a.Getwd()
-	return config.LoadOptions{File: a.configFile, LookupEnv: a.LookupEnv, Flags: flags, FlagKeys: flagKeys, Cwd: cwd}
-}
-
 func (a *App) redact(s string) string {
 	if a.live == nil {
 		return s

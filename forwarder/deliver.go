@@ -1,0 +1,477 @@
+package forwarder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// record is one spooled event on its way out.
+type record struct {
+	payload []byte
+	end     pos // position just past the record
+	size    int64
+	eventID string
+}
+
+// batch support, detected once per backend.
+const (
+	batchUnknown int32 = iota
+	batchYes
+	batchNo
+)
+
+type client struct {
+	f     *Forwarder
+	http  *retryablehttp.Client
+	batch atomic.Int32
+}
+
+func newClient(f *Forwarder) *client {
+	c := &client{f: f}
+	rc := retryablehttp.NewClient()
+	tr := f.opts.Transport
+	if tr == nil {
+		tr = cleanhttp.DefaultPooledTransport()
+	}
+	rc.HTTPClient = &http.Client{Timeout: f.opts.AttemptTimeout, Transport: tr}
+	rc.RetryMax = 1<<31 - 1 // for ever, while running: we never drop an event
+	rc.RetryWaitMin, rc.RetryWaitMax = f.opts.MinBackoff, f.opts.MaxBackoff
+	rc.CheckRetry = checkRetry
+	rc.Backoff = f.opts.Backoff
+	rc.Logger = leveled{f.log}
+	rc.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, attempt int) {
+		// Read the token on every attempt: a reloaded token applies at once.
+		if tok := f.opts.Token(); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		if attempt > 0 {
+			f.retried.Add(1)
+		}
+	}
+	c.http = rc
+	switch f.opts.Batch {
+	case "always":
+		c.batch.Store(batchYes)
+	case "never":
+		c.batch.Store(batchNo)
+	}
+	return c
+}
+
+// checkRetry retries transport errors, 408, 425, 429 and 5xx; never after
+// the context ends.
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if err != nil {
+		return true, nil
+	}
+	switch c := resp.StatusCode; {
+	case c == http.StatusRequestTimeout, c == http.StatusTooEarly, c == http.StatusTooManyRequests, c >= 500:
+		return true, nil
+	}
+	return false, nil
+}
+
+// jitterBackoff is full jitter over a capped exponential, unless the server
+// said Retry-After, which is honoured up to max.
+func jitterBackoff(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if s := resp.Header.Get("Retry-After"); s != "" {
+			if secs, err := strconv.Atoi(s); err == nil && secs >= 0 {
+				return min(time.Duration(secs)*time.Second, hi)
+			}
+			if t, err := http.ParseTime(s); err == nil {
+				return min(max(time.Until(t), 0), hi)
+			}
+		}
+	}
+	ceiling := hi
+	if attempt < 30 {
+		ceiling = min(lo<<attempt, hi)
+	}
+	return lo + rand.N(max(ceiling-lo, 1))
+}
+
+// deliverLoop sends one session's records in order, one request at a time.
+func (f *Forwarder) deliverLoop(s *sessionSpool) {
+	defer f.workers.Done()
+	s.mu.Lock()
+	at := s.ack
+	s.mu.Unlock()
+	rd := &spoolReader{s: s, at: at, skipped: at}
+	defer rd.close()
+	for {
+		recs, err := rd.read(f.opts.MaxBatch, 4<<20)
+		if rd.corrupt > 0 {
+			f.report(Error{Code: "corrupt_spool", SessionID: s.id, Message: rd.lastErr.Error()})
+			rd.corrupt = 0
+		}
+		if err != nil {
+			f.report(Error{Code: "delivery", SessionID: s.id, Message: err.Error()})
+		}
+		if len(recs) == 0 {
+			if rd.skipped.less(rd.at) {
+				// Only corrupt bytes were passed: acknowledge them too.
+				_ = s.acknowledge(rd.at, 0)
+				rd.skipped = rd.at
+			}
+			select {
+			case <-s.wake:
+				continue
+			case <-f.drain:
+				if f.idle(s, rd) {
+					return
+				}
+				select {
+				case <-s.wake:
+				case <-f.ctx.Done():
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				continue
+			case <-f.ctx.Done():
+				return
+			case <-time.After(time.Second):
+				continue // a safety net against a lost wake-up
+			}
+		}
+		if !f.send(s, recs) {
+			return // stopped
+		}
+		rd.skipped = rd.at
+	}
+}
+
+// idle reports whether the session has nothing left to read.
+func (f *Forwarder) idle(s *sessionSpool, rd *spoolReader) bool {
+	limit, last := s.committed(rd.at.seg)
+	return last && rd.at.off >= limit
+}
+
+// send delivers recs in order; it returns false when the forwarder stopped
+// before they were all delivered or dead-lettered.
+func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
+	for len(recs) > 0 {
+		if f.client.batch.Load() != batchNo && len(recs) > 1 {
+			n, ok := f.sendBatch(s, recs)
+			if !ok {
+				return false
+			}
+			if n > 0 {
+				recs = recs[n:]
+				continue
+			}
+		}
+		if !f.sendOne(s, recs[0]) {
+			return false
+		}
+		recs = recs[1:]
+	}
+	return true
+}
+
+// sendOne posts a single event until it is stored or dead-lettered.
+func (f *Forwarder) sendOne(s *sessionSpool, r record) bool {
+	u := f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events"
+	for {
+		status, body, err := f.post(u, r.payload, r.eventID)
+		switch {
+		case err != nil:
+			return false // only when stopped: transport errors are retried inside
+		case status == http.StatusCreated || status == http.StatusOK:
+			f.acked(s, r, 1)
+			return true
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			if !f.waitForAuth(s, status) {
+				return false
+			}
+		default:
+			if f.deadLetter(s, r, status, string(body)) {
+				return true
+			}
+			select { // no dead-letter file (disk full?): keep the event, retry
+			case <-f.ctx.Done():
+				return false
+			case <-time.After(f.opts.MaxBackoff):
+			}
+		}
+	}
+}
+
+// sendBatch posts recs to the batch endpoint. It returns how many records
+// were settled (0: fall back to single posts for the first one).
+func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, bool) {
+	u := f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events/batch"
+	var body bytes.Buffer
+	body.WriteString(`{"events":[`)
+	for i, r := range recs {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.Write(r.payload)
+	}
+	body.WriteString("]}")
+	for {
+		status, resp, err := f.post(u, body.Bytes(), "")
+		switch {
+		case err != nil:
+			return 0, false
+		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+			if f.client.batch.CompareAndSwap(batchUnknown, batchNo) {
+				f.log.Info("backend has no batch endpoint; posting events one by one", "status", status)
+			}
+			return 0, true
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			if !f.waitForAuth(s, status) {
+				return 0, false
+			}
+			continue
+		case status != http.StatusOK:
+			return 0, true // 413 or another refusal of the whole batch: isolate events
+		}
+		f.client.batch.CompareAndSwap(batchUnknown, batchYes)
+		var out struct {
+			Results []struct {
+				Status int    `json:"status"`
+				Error  string `json:"error"`
+			} `json:"results"`
+		}
+		if json.Unmarshal(resp, &out) != nil || len(out.Results) != len(recs) {
+			return 0, true // a response we cannot match to events: post singly
+		}
+		for i, res := range out.Results {
+			if res.Status == http.StatusCreated || res.Status == http.StatusOK {
+				f.acked(s, recs[i], 1)
+			} else if !f.deadLetter(s, recs[i], res.Status, res.Error) {
+				return i, true // the rest is re-sent; the backend de-duplicates
+			}
+		}
+		return len(recs), true
+	}
+}
+
+// post sends one request with retries; it returns an error only when the
+// forwarder is stopping.
+func (f *Forwarder) post(u string, body []byte, eventID string) (int, []byte, error) {
+	req, err := retryablehttp.NewRequestWithContext(f.ctx, http.MethodPost, u, body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if eventID != "" {
+		req.Header.Set("Idempotency-Key", eventID)
+	}
+	f.inFlight.Add(1)
+	resp, err := f.client.http.Do(req)
+	f.inFlight.Add(-1)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, b, nil
+}
+
+// waitForAuth reports a refused token loudly and waits for a new token or
+// the next attempt; the events stay in the spool.
+func (f *Forwarder) waitForAuth(s *sessionSpool, status int) bool {
+	tok := f.opts.Token()
+	f.report(Error{Code: "auth", SessionID: s.id, Status: status,
+		Message: fmt.Sprintf("the backend refused the token (HTTP %d); events wait in the spool until backend.token is fixed", status)})
+	deadline := time.Now().Add(f.opts.MaxBackoff)
+	for time.Now().Before(deadline) {
+		select {
+		case <-f.ctx.Done():
+			return false
+		case <-time.After(min(250*time.Millisecond, f.opts.MaxBackoff)):
+		}
+		if f.opts.Token() != tok {
+			return true
+		}
+	}
+	return true
+}
+
+func (f *Forwarder) acked(s *sessionSpool, r record, n int64) {
+	if err := s.acknowledge(r.end, r.size); err != nil {
+		f.report(Error{Code: "delivery", SessionID: s.id, Message: err.Error()})
+	}
+	f.bytes.Add(-r.size)
+	f.pending.Add(-n)
+	f.delivered.Add(n)
+	if s.erred.CompareAndSwap(true, false) {
+		os.Remove(filepath.Join(s.dir, lastErrorFile)) // delivering again: the error is history
+	}
+}
+
+// deadLetter keeps an event the backend refused for good, and moves on. It
+// reports false when the dead letter could not be written: the event stays.
+func (f *Forwarder) deadLetter(s *sessionSpool, r record, status int, reason string) bool {
+	line, _ := json.Marshal(struct {
+		DeadAt   time.Time       `json:"dead_at"`
+		Status   int             `json:"status"`
+		Reason   string          `json:"reason"`
+		Envelope json.RawMessage `json:"envelope"`
+	}{time.Now().UTC(), status, truncate(reason, 2048), r.payload})
+	if err := appendLine(filepath.Join(f.opts.Dir, "dead", escapeID(s.id)+".jsonl"), line); err != nil {
+		f.report(Error{Code: "delivery", SessionID: s.id, Message: "cannot write dead letter: " + err.Error()})
+		return false
+	}
+	if err := s.acknowledge(r.end, r.size); err != nil {
+		f.report(Error{Code: "delivery", SessionID: s.id, Message: err.Error()})
+	}
+	f.bytes.Add(-r.size)
+	f.pending.Add(-1)
+	f.dl.Add(1)
+	f.report(Error{Code: "dead_letter", SessionID: s.id, Status: status,
+		Message: fmt.Sprintf("the backend refused event %s (HTTP %d: %s); kept in the dead-letter file", r.eventID, status, truncate(reason, 200))})
+	return true
+}
+
+func appendLine(path string, line []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = fh.Write(append(line, '\n'))
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// spoolReader walks a session's segments from the acknowledged position.
+type spoolReader struct {
+	s       *sessionSpool
+	at      pos // next unread position
+	skipped pos // acknowledged or skipped up to here
+	file    *os.File
+	fileSeg int64
+	corrupt int
+	lastErr error
+}
+
+func (rd *spoolReader) close() {
+	if rd.file != nil {
+		rd.file.Close()
+	}
+}
+
+// read returns up to max records (and about maxBytes) after rd.at.
+func (rd *spoolReader) read(maxN int, maxBytes int64) ([]record, error) {
+	var out []record
+	var total int64
+	for len(out) < maxN && total < maxBytes {
+		limit, last := rd.s.committed(rd.at.seg)
+		if rd.at.off >= limit {
+			if last {
+				return out, nil
+			}
+			next, ok := rd.s.nextSeg(rd.at.seg)
+			if !ok {
+				return out, nil
+			}
+			rd.at = pos{seg: next}
+			continue
+		}
+		if rd.file == nil || rd.fileSeg != rd.at.seg {
+			rd.close()
+			f, err := os.Open(filepath.Join(rd.s.dir, segName(rd.at.seg)))
+			if err != nil {
+				return out, fmt.Errorf("open spool segment: %w", err)
+			}
+			rd.file, rd.fileSeg = f, rd.at.seg
+		}
+		sr := newSegmentReader(io.NewSectionReader(rd.file, rd.at.off, limit-rd.at.off), rd.at.off, limit)
+		for len(out) < maxN && total < maxBytes {
+			payload, end, err := sr.next()
+			if errors.Is(err, io.EOF) {
+				rd.at.off = end
+				break
+			}
+			if err != nil {
+				return out, err
+			}
+			size := end - rd.at.off
+			rd.at.off = end
+			out = append(out, record{payload: payload, end: rd.at, size: size, eventID: eventIDOf(payload)})
+			total += size
+		}
+		if sr.corrupt > 0 {
+			rd.corrupt += sr.corrupt
+			rd.lastErr = fmt.Errorf("session %s segment %d: %w", rd.s.id, rd.at.seg, sr.lastErr)
+		}
+	}
+	return out, nil
+}
+
+func eventIDOf(payload []byte) string {
+	var v struct {
+		EventID string `json:"event_id"`
+	}
+	_ = json.Unmarshal(payload, &v)
+	return v.EventID
+}
+
+// leveled adapts slog to retryablehttp; it logs at debug and never prints a
+// URL's query or any header (the token travels in one).
+type leveled struct {
+	log interface{ Debug(string, ...any) }
+}
+
+func (l leveled) Error(msg string, kv ...any) { l.log.Debug(msg, clean(kv)...) }
+func (l leveled) Info(msg string, kv ...any)  { l.log.Debug(msg, clean(kv)...) }
+func (l leveled) Debug(msg string, kv ...any) { l.log.Debug(msg, clean(kv)...) }
+func (l leveled) Warn(msg string, kv ...any)  { l.log.Debug(msg, clean(kv)...) }
+
+func clean(kv []any) []any {
+	out := make([]any, 0, len(kv))
+	for i := 0; i+1 < len(kv); i += 2 {
+		v := kv[i+1]
+		switch x := v.(type) {
+		case *url.URL:
+			c := *x
+			c.RawQuery, c.User = "", nil
+			v = c.String()
+		case string:
+			if u, err := url.Parse(x); err == nil && u.Scheme != "" {
+				u.RawQuery, u.User = "", nil
+				v = u.String()
+			}
+		case http.Header:
+			continue
+		}
+		out = append(out, kv[i], v)
+	}
+	return out
+}

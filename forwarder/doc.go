@@ -1,0 +1,21 @@
+// Package forwarder delivers events to the backend durably, in order and
+// exactly once, without ever making the producer wait on the network.
+//
+// Enqueue assigns an event ID and a per-(session, interaction) seq and
+// appends one CRC-framed record to the session's spool segment with a single
+// write(2); a timer fsyncs (or every event, if configured). Each session has
+// its own spool directory and one delivery goroutine, so one request is in
+// flight per session (order) while sessions proceed in parallel. Delivery is
+// strictly in order within a session, so what the backend acknowledged is a
+// single position (segment, offset), persisted like a consumer offset; a
+// restart seeks there and reads only the tail it needs. Segments are deleted
+// only when fully acknowledged. Records carry a magic number and a CRC32-C:
+// a torn or corrupt tail is detected, reported and skipped, never a crash
+// loop, and records before it (and valid ones after it) are delivered.
+//
+// Retries go on for ever while running: transport errors, 408, 425, 429 and
+// 5xx back off with full jitter, honouring Retry-After. Other 4xx move the
+// event to a dead-letter file; 401 and 403 are reported loudly and the
+// events stay, so a fixed token delivers them. The backend de-duplicates on
+// event_id, which makes at-least-once delivery exactly-once.
+package forwarder

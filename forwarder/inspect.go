@@ -1,0 +1,201 @@
+package forwarder
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const lastErrorFile = "last_error"
+
+// SessionStatus is what `spool status` shows for one session.
+type SessionStatus struct {
+	SessionID    string    `json:"session_id"`
+	Pending      int64     `json:"pending"`
+	PendingBytes int64     `json:"pending_bytes"`
+	DeadLettered int64     `json:"dead_lettered"`
+	LastError    string    `json:"last_error,omitempty"`
+	LastErrorAt  time.Time `json:"last_error_at,omitzero"`
+	Delivering   bool      `json:"delivering"` // a live process holds the session
+}
+
+// Inspect reads a spool without changing it, whether or not a helper is
+// delivering from it. It counts pending records by reading them, so it is
+// for diagnostics, not for hot paths.
+func Inspect(dir string) ([]SessionStatus, error) {
+	root := filepath.Join(dir, "sessions")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read spool %s: %w", dir, err)
+	}
+	var out []SessionStatus
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sdir := filepath.Join(root, e.Name())
+		id, err := os.ReadFile(filepath.Join(sdir, idFile))
+		if err != nil {
+			continue
+		}
+		st := SessionStatus{SessionID: string(id), Delivering: locked(sdir)}
+		st.Pending, st.PendingBytes = countPending(sdir)
+		st.DeadLettered = countLines(filepath.Join(dir, "dead", e.Name()+".jsonl"))
+		if b, err := os.ReadFile(filepath.Join(sdir, lastErrorFile)); err == nil {
+			ts, msg, _ := strings.Cut(string(b), " ")
+			st.LastErrorAt, _ = time.Parse(time.RFC3339, ts)
+			st.LastError = msg
+		}
+		if st.Pending > 0 || st.DeadLettered > 0 || st.LastError != "" {
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(a, b SessionStatus) int { return strings.Compare(a.SessionID, b.SessionID) })
+	return out, nil
+}
+
+func locked(sdir string) bool {
+	f, err := os.Open(filepath.Join(sdir, lockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck
+	return false
+}
+
+func countPending(sdir string) (n, size int64) {
+	af, err := os.Open(filepath.Join(sdir, ackFile))
+	var ack pos
+	if err == nil {
+		ack = readAck(af)
+		af.Close()
+	}
+	entries, _ := os.ReadDir(sdir)
+	for _, e := range entries {
+		num, ok := strings.CutPrefix(e.Name(), segPrefix)
+		if !ok {
+			continue
+		}
+		seg, err := strconv.ParseInt(strings.TrimSuffix(num, segSuffix), 10, 64)
+		if err != nil || seg < ack.seg {
+			continue
+		}
+		f, err := os.Open(filepath.Join(sdir, e.Name()))
+		if err != nil {
+			continue
+		}
+		fi, _ := f.Stat()
+		start := int64(0)
+		if seg == ack.seg {
+			start = ack.off
+		}
+		r := newSegmentReader(io.NewSectionReader(f, start, fi.Size()-start), start, fi.Size())
+		for {
+			if _, _, err := r.next(); err != nil {
+				break
+			}
+			n++
+		}
+		size += fi.Size() - start
+		f.Close()
+	}
+	return n, size
+}
+
+func countLines(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var n int64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxRecord+4096)
+	for sc.Scan() {
+		n++
+	}
+	return n
+}
+
+// RequeueDeadLetters puts dead-lettered events back at the end of their
+// sessions' spools, unchanged (same event_id and seq, so the backend still
+// de-duplicates), and removes the dead-letter files. It returns how many.
+func (f *Forwarder) RequeueDeadLetters() (int, error) {
+	dead := filepath.Join(f.opts.Dir, "dead")
+	entries, err := os.ReadDir(dead)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read dead letters: %w", err)
+	}
+	total := 0
+	for _, e := range entries {
+		path := filepath.Join(dead, e.Name())
+		n, err := f.requeueFile(path)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func (f *Forwarder) requeueFile(path string) (int, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("open dead letters: %w", err)
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 64<<10), maxRecord+4096)
+	n := 0
+	for sc.Scan() {
+		var d struct {
+			Envelope json.RawMessage `json:"envelope"`
+		}
+		var env Envelope
+		if json.Unmarshal(sc.Bytes(), &d) != nil || json.Unmarshal(d.Envelope, &env) != nil || env.SessionID == "" {
+			continue
+		}
+		s, err := f.session(env.SessionID)
+		if err != nil {
+			return n, err
+		}
+		s.mu.Lock()
+		written, err := s.appendLocked(d.Envelope)
+		s.mu.Unlock()
+		if err != nil {
+			return n, err
+		}
+		f.bytes.Add(written)
+		f.pending.Add(1)
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		return n, fmt.Errorf("read dead letters: %w", err)
+	}
+	return n, os.Remove(path)
+}
+
+// noteError keeps a session's last error for `spool status`.
+func noteError(sdir, msg string) {
+	line := time.Now().UTC().Format(time.RFC3339) + " " + msg
+	_ = os.WriteFile(filepath.Join(sdir, lastErrorFile), []byte(line), 0o600)
+}

@@ -52,6 +52,7 @@ type Approvals struct {
 type Spool struct {
 	Dir      string
 	MaxBytes int64
+	Fsync    string // interval (group fsync every 50ms) or always (every event)
 }
 
 // Forwarder configures delivery to the backend.

@@ -125,6 +125,11 @@ var keys = []key{
 		c.Spool.MaxBytes = n
 		return err
 	}},
+	{name: "spool.fsync", def: constant("interval"), apply: func(c *Config, raw any) error {
+		s, err := enum(raw, "interval", "always")
+		c.Spool.Fsync = s
+		return err
+	}},
 	{name: "forwarder.drain_timeout", def: constant("10s"), apply: func(c *Config, raw any) error {
 		d, err := duration(raw)
 		c.Forwarder.DrainTimeout = d

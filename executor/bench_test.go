@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 )
@@ -165,9 +166,9 @@ func BenchmarkReadLoopInProcess(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		var events int64
 		for b.Loop() {
-			lr := newLineReader(bytes.NewReader(flood), DefaultMaxLine)
+			lr := ndjson.NewReader(bytes.NewReader(flood), ndjson.DefaultMax)
 			for {
-				line, err := lr.next()
+				line, err := lr.Next()
 				if err != nil {
 					break
 				}

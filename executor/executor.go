@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/proc"
 )
 
@@ -22,7 +23,7 @@ type Options struct {
 	ApprovalTimeout time.Duration // an unanswered approval is denied (10m)
 	InterruptGrace  time.Duration // after interrupt, wait this long before signals (5s)
 	SignalGap       time.Duration // between SIGINT, SIGTERM and SIGKILL (2s)
-	MaxLine         int           // longest stdout line accepted (DefaultMaxLine)
+	MaxLine         int           // longest stdout line accepted (ndjson.DefaultMax)
 
 	Registry *proc.Registry // records live runs so a later start can kill what a crash left; nil: none
 	Logger   *slog.Logger
@@ -46,7 +47,7 @@ func New(opts Options) *Executor {
 	def(&opts.InterruptGrace, 5*time.Second)
 	def(&opts.SignalGap, 2*time.Second)
 	if opts.MaxLine <= 0 {
-		opts.MaxLine = DefaultMaxLine
+		opts.MaxLine = ndjson.DefaultMax
 	}
 	log := opts.Logger
 	if log == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
@@ -305,10 +306,10 @@ func (r *run) unregister() {
 
 // readStdout reports every line in order and serves control requests.
 func (r *run) readStdout(f io.Reader) {
-	lr := newLineReader(f, r.e.opts.MaxLine)
+	lr := ndjson.NewReader(f, r.e.opts.MaxLine)
 	first := true
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if line == nil && err != nil {
 			return
 		}
@@ -384,9 +385,9 @@ func (r *run) serve(cr *streamjson.ControlRequest) {
 
 // readStderr reports stderr lines, ANSI stripped, and keeps the tail.
 func (r *run) readStderr(f io.Reader) {
-	lr := newLineReader(f, 1<<20)
+	lr := ndjson.NewReader(f, 1<<20)
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if line == nil && err != nil {
 			return
 		}

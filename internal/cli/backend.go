@@ -7,8 +7,9 @@ import (
 
 // backendConn is the backend a command talks to.
 type backendConn struct {
-	URL   string
-	close func()
+	URL       string
+	Dashboard string // where people look; empty for a remote backend
+	close     func()
 }
 
 // Close releases an embedded backend, if one was started.

@@ -42,9 +42,12 @@ type App struct {
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(string) (string, bool)
+	Environ   func() []string // the environment runs inherit
 	Getwd     func() (string, error)
+	Signals   func(c chan<- os.Signal) (stop func()) // nil: none
 
 	configFile string
+	loadOpts   config.LoadOptions
 	loaded     *config.Loaded
 	live       *config.Live
 	log        *slog.Logger
@@ -52,10 +55,17 @@ type App struct {
 
 // Main runs claude-relay with args and returns the exit status.
 func Main(args []string) int {
-	app := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: os.LookupEnv, Getwd: os.Getwd}
+	app := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: os.LookupEnv, Environ: os.Environ,
+		Getwd: os.Getwd, Signals: notify}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return app.Run(ctx, args)
+}
+
+// notify relays SIGINT and SIGTERM to c until stop is called.
+func notify(c chan<- os.Signal) func() {
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	return func() { signal.Stop(c) }
 }
 
 // Run executes one command line.
@@ -109,7 +119,7 @@ func (a *App) rootCommand() *cobra.Command {
 	pf.String("claude-path", "", "Claude Code CLI to run (empty: discovery)")
 	pf.String("log-level", "", "debug, info, warn or error")
 	pf.String("log-format", "", "text or json")
-	root.AddCommand(newVersionCmd(a), newConfigCmd(a), newDoctorCmd(a), newSpoolCmd(a))
+	root.AddCommand(newVersionCmd(a), newConfigCmd(a), newDoctorCmd(a), newSpoolCmd(a), newExtensionCmd(a), newRunCmd(a))
 	return root
 }
 
@@ -119,9 +129,8 @@ func (a *App) load(flags *pflag.FlagSet) error {
 	if err != nil {
 		return fmt.Errorf("current directory: %w", err)
 	}
-	l, err := config.Load(config.LoadOptions{
-		File: a.configFile, LookupEnv: a.LookupEnv, Flags: flags, FlagKeys: flagKeys, Cwd: cwd,
-	})
+	a.loadOpts = config.LoadOptions{File: a.configFile, LookupEnv: a.LookupEnv, Flags: flags, FlagKeys: flagKeys, Cwd: cwd}
+	l, err := config.Load(a.loadOpts)
 	if err != nil {
 		return err
 	}

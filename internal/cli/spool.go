@@ -120,8 +120,13 @@ func runSpoolFlush(ctx context.Context, a *App, o spoolFlushOptions) error {
 // forwarderOptions builds the forwarder's options from the configuration.
 func (a *App) forwarderOptions(url string) forwarder.Options {
 	c := a.loaded.Config
+	sync := time.Duration(0) // the forwarder's default group fsync
+	if c.Spool.Fsync == "always" {
+		sync = -1
+	}
 	return forwarder.Options{
-		Dir: c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, BackendURL: url,
+		SyncInterval: sync,
+		Dir:          c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, BackendURL: url,
 		Token:          func() string { return a.live.Token().Reveal() },
 		AttemptTimeout: c.Forwarder.AttemptTimeout, MinBackoff: c.Forwarder.MinBackoff, MaxBackoff: c.Forwarder.MaxBackoff,
 		Batch: c.Forwarder.Batch, MaxBatch: c.Forwarder.MaxBatch, Logger: a.log,

@@ -1,4 +1,7 @@
-package executor
+// Package ndjson reads newline-delimited JSON streams of any line length:
+// it splits on '\n' bytes only, caps a line's size, and reports an
+// over-long line as an error that the reader survives.
+package ndjson
 
 import (
 	"bufio"
@@ -8,35 +11,35 @@ import (
 	"io"
 )
 
-// DefaultMaxLine is the longest stdout line we accept. The CLI emits a whole
-// tool result or file read as one line; 20 MB lines are real. Past this the
-// line is reported as malformed (with its first bytes) and skipped, and the
-// run goes on.
-const DefaultMaxLine = 128 << 20
+// DefaultMax is the default line cap. The Claude CLI emits a whole tool
+// result or file read as one line; 20 MB lines are real. Past the cap Next
+// returns the line's first KiB with ErrLineTooLong and the stream goes on.
+const DefaultMax = 128 << 20
 
 // ErrLineTooLong reports a stdout line over the limit.
 var ErrLineTooLong = errors.New("line too long")
 
-// lineReader splits on '\n' bytes only: not bufio.Scanner, whose 64 KiB
+// Reader splits on '\n' bytes only: not bufio.Scanner, whose 64 KiB
 // default kills long lines, and not a Unicode-aware splitter, since U+2028
 // inside a JSON string is not a line end.
-type lineReader struct {
+type Reader struct {
 	r   *bufio.Reader
 	max int
 	buf []byte
 }
 
-func newLineReader(r io.Reader, max int) *lineReader {
+// NewReader returns a Reader with a line cap of max bytes (DefaultMax if <= 0).
+func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
-		max = DefaultMaxLine
+		max = DefaultMax
 	}
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
-// next returns the next line without its '\n' (and a trailing '\r'). The
+// Next returns the next line without its '\n' (and a trailing '\r'). The
 // slice is valid until the following call. At the end it returns io.EOF; a
 // last line without '\n' is still returned first.
-func (l *lineReader) next() ([]byte, error) {
+func (l *Reader) Next() ([]byte, error) {
 	l.buf = l.buf[:0]
 	tooLong := false
 	for {
@@ -63,7 +66,7 @@ func (l *lineReader) next() ([]byte, error) {
 	}
 }
 
-func (l *lineReader) finish(tooLong bool) ([]byte, error) {
+func (l *Reader) finish(tooLong bool) ([]byte, error) {
 	line := bytes.TrimSuffix(l.buf, []byte{'\n'})
 	line = bytes.TrimSuffix(line, []byte{'\r'})
 	if tooLong {

@@ -1,0 +1,184 @@
+package extension
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ProtocolVersion is the `protocol` of the ready event.
+const ProtocolVersion = 1
+
+// Actions a command can name.
+const (
+	ActionPrompt   = "prompt"
+	ActionCancel   = "cancel"
+	ActionApprove  = "approve"
+	ActionStatus   = "status"
+	ActionTerminal = "terminal"
+	ActionShutdown = "shutdown"
+)
+
+// Command is one stdin line. Fields an action does not use are ignored, as
+// are unknown fields.
+type Command struct {
+	Action        string        `json:"action"`
+	RequestID     string        `json:"request_id,omitempty"`
+	RunID         string        `json:"run_id,omitempty"`
+	SessionID     string        `json:"session_id,omitempty"`
+	InteractionID string        `json:"interaction_id,omitempty"`
+	Prompt        *string       `json:"prompt,omitempty"` // a pointer: missing differs from blank
+	Options       PromptOptions `json:"options,omitzero"`
+	ApprovalID    string        `json:"approval_id,omitempty"`
+	Decision      string        `json:"decision,omitempty"` // allow or deny
+	Reason        string        `json:"reason,omitempty"`
+}
+
+// PromptOptions are a prompt's (and a terminal's) options.
+type PromptOptions struct {
+	Cwd                string            `json:"cwd,omitempty"`
+	Model              string            `json:"model,omitempty"`
+	PermissionMode     string            `json:"permission_mode,omitempty"` // default, acceptEdits, plan, bypassPermissions
+	Approvals          bool              `json:"approvals,omitempty"`
+	Resume             string            `json:"resume,omitempty"`
+	ResumeLastSession  bool              `json:"resume_last_session,omitempty"`
+	Fork               bool              `json:"fork,omitempty"`
+	Continue           bool              `json:"continue,omitempty"`
+	MaxTurns           int               `json:"max_turns,omitempty"`
+	SystemPromptAppend string            `json:"system_prompt_append,omitempty"`
+	Env                map[string]string `json:"env,omitempty"`
+	AdditionalArgs     []string          `json:"additional_args,omitempty"`
+	ExitOnComplete     bool              `json:"exit_on_complete,omitempty"`
+}
+
+// Event names.
+const (
+	EventReady              = "ready"
+	EventRunStarted         = "run_started"
+	EventStream             = "stream"
+	EventApprovalRequested  = "approval_requested"
+	EventApprovalCancelled  = "approval_cancelled"
+	EventRunCompleted       = "run_completed"
+	EventRunFailed          = "run_failed"
+	EventRunCancelled       = "run_cancelled"
+	EventLimitNotice        = "limit_notice"
+	EventState              = "state"
+	EventStatus             = "status"
+	EventTerminalCommand    = "terminal_command"
+	EventError              = "error"
+	EventSignal             = "signal"
+	EventAutoShutdown       = "auto_shutdown"
+	EventShutdown           = "shutdown"
+	StateIdle, StateRunning = "idle", "executing"
+)
+
+// Event is one stdout line. Every event carries Event and Timestamp; the rest
+// depends on the event.
+type Event struct {
+	Event     string    `json:"event"`
+	Timestamp time.Time `json:"timestamp"`
+	RequestID string    `json:"request_id,omitempty"`
+	RunID     string    `json:"run_id,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
+
+	// ready
+	Version       string `json:"version,omitempty"`
+	Protocol      int    `json:"protocol,omitempty"`
+	PID           int    `json:"pid,omitempty"`
+	CLIPath       string `json:"cli_path,omitempty"`
+	CLIVersion    string `json:"cli_version,omitempty"`
+	CLIError      string `json:"cli_error,omitempty"`
+	Backend       string `json:"backend,omitempty"`
+	Dashboard     string `json:"dashboard,omitempty"`
+	InteractionID string `json:"interaction_id,omitempty"`
+
+	// stream
+	Payload json.RawMessage `json:"payload,omitempty"`
+
+	// approval_requested / approval_cancelled
+	ApprovalID string          `json:"approval_id,omitempty"`
+	ToolName   string          `json:"tool_name,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	ToolUseID  string          `json:"tool_use_id,omitempty"`
+
+	// run_completed / run_failed / run_cancelled
+	Result         *Result  `json:"result,omitempty"`
+	ConversationID string   `json:"conversation_id,omitempty"`
+	Usage          *Usage   `json:"usage,omitempty"`
+	TotalCostUSD   *float64 `json:"total_cost_usd,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
+
+	// limit_notice
+	Message string `json:"message,omitempty"`
+
+	// state
+	State string `json:"state,omitempty"`
+
+	// status
+	Runs      []RunInfo      `json:"runs,omitempty"`
+	Forwarder *ForwarderInfo `json:"forwarder,omitempty"`
+
+	// terminal_command
+	Argv []string          `json:"argv,omitempty"`
+	Cwd  string            `json:"cwd,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
+
+	// error
+	Code string `json:"code,omitempty"`
+
+	// signal
+	Signal string `json:"signal,omitempty"`
+}
+
+// Result is seed 002's command result.
+type Result struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   int    `json:"exitCode"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Usage is a run's token usage.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// RunInfo describes a live run in a status event.
+type RunInfo struct {
+	RunID         string    `json:"run_id"`
+	SessionID     string    `json:"session_id"`
+	InteractionID string    `json:"interaction_id"`
+	StartedAt     time.Time `json:"started_at"`
+	Approvals     int       `json:"pending_approvals"`
+}
+
+// ForwarderInfo is the forwarder's figures in a status event.
+type ForwarderInfo struct {
+	Pending      int64  `json:"pending"`
+	InFlight     int64  `json:"in_flight"`
+	Delivered    int64  `json:"delivered"`
+	Retried      int64  `json:"retried"`
+	DeadLettered int64  `json:"dead_lettered"`
+	SpoolBytes   int64  `json:"spool_bytes"`
+	LastError    string `json:"last_error,omitempty"`
+}
+
+// Error codes of error events.
+const (
+	CodeBadJSON        = "bad_json"
+	CodeUnknownAction  = "unknown_action"
+	CodeMissingField   = "missing_field"
+	CodeBadValue       = "bad_value"
+	CodeLineTooLong    = "line_too_long"
+	CodeUnknownRun     = "unknown_run"
+	CodeUnknownApprove = "unknown_approval"
+	CodeShuttingDown   = "shutting_down"
+	CodeRunConflict    = "run_exists"
+	CodeSpool          = "spool"
+	CodeAuth           = "backend_auth"
+	CodeDeadLetter     = "dead_letter"
+	CodeSpoolFull      = "spool_full"
+	CodeInternal       = "internal"
+)

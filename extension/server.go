@@ -1,0 +1,366 @@
+package extension
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/ndjson"
+)
+
+// Executor runs one background run (executor.Executor).
+type Executor interface {
+	Run(ctx context.Context, req executor.Request, obs executor.Observer, ap executor.Approver) (*executor.Result, error)
+}
+
+// Forwarder takes every event for the backend (forwarder.Forwarder).
+type Forwarder interface {
+	Enqueue(forwarder.Event) (forwarder.Accepted, error)
+	Stats() forwarder.Stats
+	Stop(ctx context.Context) error
+}
+
+// Options configure a Server.
+type Options struct {
+	Executor     Executor
+	Forwarder    Forwarder
+	State        *State // last conversation per workspace; nil: none kept
+	Version      string
+	CLIPath      string
+	CLIVersion   string
+	CLIError     string // why no CLI was found
+	BackendURL   string
+	DashboardURL string
+	DefaultCwd   string
+	DrainTimeout time.Duration // forwarder drain at shutdown (10s)
+	MaxLine      int           // longest command line (1 MiB)
+	// Terminal builds the terminal_command for a terminal action.
+	Terminal func(cmd Command) (argv []string, cwd string, env map[string]string, err error)
+	Logger   *slog.Logger
+}
+
+// Server serves one extension connection.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	wmu sync.Mutex // one writer: lines never interleave
+	w   *bufio.Writer
+
+	mu       sync.Mutex
+	runs     map[string]*run
+	closing  bool
+	runsWG   sync.WaitGroup
+	runsCtx  context.Context
+	stopRuns context.CancelFunc
+	shutdown chan string // a reason: shutdown command, EOF, auto_shutdown, signal
+}
+
+// New returns a Server.
+func New(opts Options) *Server {
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, log: opts.Logger, runs: map[string]*run{}, shutdown: make(chan string, 4)}
+	s.runsCtx, s.stopRuns = context.WithCancel(context.Background())
+	return s
+}
+
+// Serve reads commands from in and writes events to out until a shutdown
+// command, EOF on in, or a signal on signals. It cancels live runs, drains the
+// forwarder up to DrainTimeout, writes the shutdown event last and returns.
+// A second signal returns ErrForced at once.
+func (s *Server) Serve(in io.Reader, out io.Writer, signals <-chan os.Signal) error {
+	s.w = bufio.NewWriterSize(out, 64<<10)
+	s.emit(Event{Event: EventReady, Version: s.opts.Version, Protocol: ProtocolVersion, PID: os.Getpid(),
+		CLIPath: s.opts.CLIPath, CLIVersion: s.opts.CLIVersion, CLIError: s.opts.CLIError,
+		Backend: s.opts.BackendURL, Dashboard: s.opts.DashboardURL})
+	// The reader goroutine ends at EOF; a blocked read of a terminal stdin
+	// cannot be interrupted, so on shutdown we return without waiting for it.
+	go s.readCommands(in)
+
+	var reason string
+	select {
+	case reason = <-s.shutdown:
+	case sig := <-signals:
+		reason = "signal " + sig.String()
+		s.emit(Event{Event: EventSignal, Signal: sig.String()})
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.stop(reason) }()
+	select {
+	case err := <-done:
+		return err
+	case sig := <-signals:
+		s.emit(Event{Event: EventSignal, Signal: sig.String(), Message: "second signal: exiting now"})
+		return ErrForced
+	}
+}
+
+// ErrForced reports a second signal during shutdown.
+var ErrForced = errors.New("forced exit on a second signal")
+
+// stop cancels runs, waits for their final events, drains the forwarder
+// and writes the shutdown event.
+func (s *Server) stop(reason string) error {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.stopRuns()
+	s.runsWG.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
+	defer cancel()
+	err := s.opts.Forwarder.Stop(ctx)
+	ev := Event{Event: EventShutdown, Reason: reason}
+	if errors.Is(err, forwarder.ErrUndelivered) {
+		ev.Message = "left in the spool for later delivery: " + err.Error()
+		err = nil
+	} else if err != nil {
+		ev.Message = err.Error()
+	}
+	st := s.opts.Forwarder.Stats()
+	ev.Forwarder = forwarderInfo(st)
+	s.emit(ev)
+	return err
+}
+
+func (s *Server) readCommands(in io.Reader) {
+	lr := ndjson.NewReader(in, s.opts.MaxLine)
+	for {
+		line, err := lr.Next()
+		if line == nil && err != nil {
+			if !errors.Is(err, io.EOF) {
+				s.log.Warn("reading commands failed", "err", err)
+			}
+			s.requestShutdown("stdin closed")
+			return
+		}
+		if err != nil {
+			s.emitError("", CodeLineTooLong, fmt.Sprintf("command line over %d bytes ignored", s.opts.MaxLine))
+			continue
+		}
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		s.handleLine(line)
+	}
+}
+
+func (s *Server) requestShutdown(reason string) {
+	select {
+	case s.shutdown <- reason:
+	default:
+	}
+}
+
+// handleLine decodes and dispatches one command; nothing it does can panic
+// the helper out of serving.
+func (s *Server) handleLine(line []byte) {
+	var cmd Command
+	if err := json.Unmarshal(line, &cmd); err != nil {
+		s.emitError(requestIDOf(line), CodeBadJSON, "bad JSON: "+err.Error())
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("command handler panicked", "action", cmd.Action, "panic", p)
+			s.emitError(cmd.RequestID, CodeInternal, fmt.Sprintf("internal error handling %q", cmd.Action))
+		}
+	}()
+	switch cmd.Action {
+	case ActionPrompt:
+		s.prompt(cmd)
+	case ActionCancel:
+		s.cancel(cmd)
+	case ActionApprove:
+		s.approve(cmd)
+	case ActionStatus:
+		s.status(cmd)
+	case ActionTerminal:
+		s.terminal(cmd)
+	case ActionShutdown:
+		s.requestShutdown("shutdown requested")
+	case "":
+		s.emitError(cmd.RequestID, CodeMissingField, "missing field: action")
+	default:
+		s.emitError(cmd.RequestID, CodeUnknownAction, fmt.Sprintf("unknown action %q (known: prompt, cancel, approve, status, terminal, shutdown)", cmd.Action))
+	}
+}
+
+// requestIDOf digs a request_id out of a line that is not valid JSON as a
+// whole, so the error can still be matched to its request.
+func requestIDOf(line []byte) string {
+	var v struct {
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(line, &v) == nil {
+		return v.RequestID
+	}
+	i := strings.Index(string(line), `"request_id"`)
+	if i < 0 {
+		return ""
+	}
+	rest := strings.TrimLeft(string(line[i+len(`"request_id"`):]), " \t:")
+	if !strings.HasPrefix(rest, `"`) {
+		return ""
+	}
+	end := strings.IndexByte(rest[1:], '"')
+	if end < 0 || end > 200 {
+		return ""
+	}
+	return rest[1 : 1+end]
+}
+
+func (s *Server) status(cmd Command) {
+	s.mu.Lock()
+	runs := make([]RunInfo, 0, len(s.runs))
+	for _, r := range s.runs {
+		runs = append(runs, r.info())
+	}
+	s.mu.Unlock()
+	s.emit(Event{Event: EventStatus, RequestID: cmd.RequestID, Runs: runs, State: stateOf(len(runs)),
+		Forwarder: forwarderInfo(s.opts.Forwarder.Stats())})
+}
+
+func stateOf(n int) string {
+	if n > 0 {
+		return StateRunning
+	}
+	return StateIdle
+}
+
+func forwarderInfo(st forwarder.Stats) *ForwarderInfo {
+	return &ForwarderInfo{Pending: max(st.Pending, 0), InFlight: st.InFlight, Delivered: st.Delivered, Retried: st.Retried,
+		DeadLettered: st.DeadLettered, SpoolBytes: st.SpoolBytes, LastError: st.LastError}
+}
+
+func (s *Server) cancel(cmd Command) {
+	s.mu.Lock()
+	var targets []*run
+	for id, r := range s.runs {
+		if cmd.RunID == "" || id == cmd.RunID {
+			targets = append(targets, r)
+		}
+	}
+	s.mu.Unlock()
+	if cmd.RunID != "" && len(targets) == 0 {
+		s.emitError(cmd.RequestID, CodeUnknownRun, fmt.Sprintf("no live run %q", cmd.RunID))
+		return
+	}
+	for _, r := range targets {
+		r.cancel()
+	}
+}
+
+func (s *Server) approve(cmd Command) {
+	if cmd.ApprovalID == "" {
+		s.emitError(cmd.RequestID, CodeMissingField, "missing field: approval_id")
+		return
+	}
+	var d executor.Decision
+	switch cmd.Decision {
+	case "allow":
+		d.Allow = true
+	case "deny":
+		d.Reason = cmd.Reason
+	default:
+		s.emitError(cmd.RequestID, CodeBadValue, fmt.Sprintf("decision %q (allowed: allow, deny)", cmd.Decision))
+		return
+	}
+	s.mu.Lock()
+	var found bool
+	for id, r := range s.runs {
+		if cmd.RunID != "" && id != cmd.RunID {
+			continue
+		}
+		if r.answer(cmd.ApprovalID, d) {
+			found = true
+			break
+		}
+	}
+	s.mu.Unlock()
+	if !found {
+		s.emitError(cmd.RequestID, CodeUnknownApprove, fmt.Sprintf("no pending approval %q (answered, timed out or cancelled?)", cmd.ApprovalID))
+	}
+}
+
+func (s *Server) terminal(cmd Command) {
+	if s.opts.Terminal == nil {
+		s.emitError(cmd.RequestID, CodeInternal, "visible-terminal runs are not available")
+		return
+	}
+	if cmd.Prompt == nil {
+		s.emitError(cmd.RequestID, CodeMissingField, "missing field: prompt")
+		return
+	}
+	if cmd.SessionID == "" {
+		cmd.SessionID = uuid.NewString()
+	}
+	if cmd.InteractionID == "" {
+		cmd.InteractionID = uuid.NewString()
+	}
+	if cmd.Options.Cwd == "" {
+		cmd.Options.Cwd = s.opts.DefaultCwd
+	}
+	if cmd.Options.ResumeLastSession && cmd.Options.Resume == "" && s.opts.State != nil {
+		cmd.Options.Resume = s.opts.State.Last(cmd.Options.Cwd)
+	}
+	argv, cwd, env, err := s.opts.Terminal(cmd)
+	if err != nil {
+		s.emitError(cmd.RequestID, CodeBadValue, err.Error())
+		return
+	}
+	s.emit(Event{Event: EventTerminalCommand, RequestID: cmd.RequestID, SessionID: cmd.SessionID,
+		InteractionID: cmd.InteractionID, Argv: argv, Cwd: cwd, Env: env})
+}
+
+// ReportForwarderError turns a forwarder problem into an error event.
+func (s *Server) ReportForwarderError(e forwarder.Error) {
+	code := map[string]string{"auth": CodeAuth, "dead_letter": CodeDeadLetter, "corrupt_spool": CodeSpool, "spool_full": CodeSpoolFull}[e.Code]
+	if code == "" {
+		code = CodeSpool
+	}
+	s.emit(Event{Event: EventError, Code: code, SessionID: e.SessionID, Message: e.Message})
+}
+
+func (s *Server) emitError(requestID, code, msg string) {
+	s.emit(Event{Event: EventError, RequestID: requestID, Code: code, Message: msg})
+}
+
+// emit writes one event line; the single writer keeps lines whole.
+func (s *Server) emit(ev Event) {
+	ev.Timestamp = time.Now().UTC()
+	b, err := json.Marshal(ev)
+	if err != nil {
+		s.log.Error("cannot encode event", "event", ev.Event, "err", err)
+		return
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.w == nil {
+		return
+	}
+	s.w.Write(b)
+	s.w.WriteByte('\n')
+	if err := s.w.Flush(); err != nil {
+		s.log.Debug("extension stdout closed", "err", err)
+	}
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
+)
+
+// recordingBackend stores posted envelopes.
+type recordingBackend struct {
+	mu     sync.Mutex
+	events []map[string]any
+}
+
+func (b *recordingBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/batch") {
+		http.NotFound(w, r)
+		return
+	}
+	var e map[string]any
+	body, _ := io.ReadAll(r.Body)
+	if json.Unmarshal(body, &e) != nil {
+		w.WriteHeader(400)
+		return
+	}
+	b.mu.Lock()
+	b.events = append(b.events, e)
+	b.mu.Unlock()
+	w.WriteHeader(201)
+}
+
+func TestRunWithRealCLI(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	api := mockapi.New(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": "echo hi-from-run", "description": "Say hi"}),
+		mockapi.TextTurn("All done."),
+	})
+	be := &recordingBackend{}
+	srv := httptest.NewServer(be)
+	defer srv.Close()
+	home := t.TempDir()
+	cwd := t.TempDir()
+	cli.TrustDir(cwd)
+	env := map[string]string{"HOME": home, "CLAUDE_RELAY_BACKEND_URL": srv.URL, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path, "PATH": os.Getenv("PATH")}
+	cliEnv := cli.Env(t, api.URL())
+	var out, errb strings.Builder
+	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Environ:   func() []string { return cliEnv },
+		Getwd:     func() (string, error) { return cwd, nil }}
+	code := a.Run(t.Context(), []string{"run", "--max-turns=4", "run the tool"})
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	if code != 0 || !strings.Contains(out.String(), "All done.") || !strings.Contains(out.String(), "● Say hi") {
+		t.Fatalf("exit %d", code)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	var types []string
+	for _, e := range be.events {
+		types = append(types, e["event_type"].(string))
+	}
+	t.Logf("backend got %v", types)
+	if types[0] != "relay.run_started" || types[len(types)-1] != "relay.run_completed" {
+		t.Errorf("lifecycle order %v", types)
+	}
+}

@@ -1,0 +1,397 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Event types the derivation rules look at (CONTRACT §6).
+const (
+	EventRunStarted   = "relay.run_started"
+	EventRunCompleted = "relay.run_completed"
+	EventRunFailed    = "relay.run_failed"
+	EventRunCancelled = "relay.run_cancelled"
+	EventResult       = "result" // the CLI's final event of a turn
+)
+
+// Session statuses.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusUnknown   = "unknown"
+)
+
+// Facts is what the derivation rules read from one event. FactsOf parses
+// event_data once so that a backend folds an event without parsing it again.
+type Facts struct {
+	Candidate string  // conversation-ID candidate, "" when the event has none
+	Lifecycle string  // the status a relay lifecycle event sets, "" otherwise
+	Result    *Result // non-nil for a CLI result event
+}
+
+// Result is the usage and cost one CLI result event reports.
+type Result struct {
+	// Key identifies the result within its session so that a result re-sent
+	// under another event_id counts once: "uuid:<event_data.uuid>" when the
+	// event has a uuid, else "seq:<interaction_id>:<seq>".
+	Key     string
+	Usage   Usage
+	CostUSD float64
+}
+
+// FactsOf applies the per-event rules:
+//
+//   - conversation-ID candidate: event_data.conversation_id, else
+//     event_data.conversationId, else event_data.session_id unless
+//     event_data.type is "system"; non-empty strings only (CONTRACT §6);
+//   - lifecycle: relay.run_started → running, relay.run_completed →
+//     completed, relay.run_failed → failed, relay.run_cancelled → cancelled;
+//   - result: event_type "result" whose event_data.type is "result". Only these
+//     count towards usage: relay.run_completed repeats the same numbers, so
+//     counting it too would double them.
+//
+// Keys match exactly (encoding/json's case-insensitive struct matching would
+// let "Session_ID" through). Event data that is not a JSON object has no
+// facts but its lifecycle.
+func FactsOf(ev Event) Facts {
+	f := Facts{Lifecycle: LifecycleStatus(ev.EventType)}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(ev.EventData, &obj) != nil {
+		return f
+	}
+	typ := jsonString(obj["type"])
+	f.Candidate = conversationCandidate(obj, typ)
+	if ev.EventType == EventResult && typ == "result" {
+		f.Result = resultOf(ev, obj)
+	}
+	return f
+}
+
+// ConversationCandidate returns the conversation-ID candidate of event data,
+// "" when it has none. See FactsOf for the rule.
+func ConversationCandidate(eventData json.RawMessage) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(eventData, &obj) != nil {
+		return ""
+	}
+	return conversationCandidate(obj, jsonString(obj["type"]))
+}
+
+func conversationCandidate(obj map[string]json.RawMessage, typ string) string {
+	if id := jsonString(obj["conversation_id"]); id != "" {
+		return id
+	}
+	if id := jsonString(obj["conversationId"]); id != "" {
+		return id
+	}
+	if typ == "system" {
+		// system/init carries the CLI's session_id before the conversation
+		// exists under it (and hooks' system events describe other things).
+		return ""
+	}
+	return jsonString(obj["session_id"])
+}
+
+// LifecycleStatus maps a relay lifecycle event type to the status it sets; ""
+// for any other event type.
+func LifecycleStatus(eventType string) string {
+	switch eventType {
+	case EventRunStarted:
+		return StatusRunning
+	case EventRunCompleted:
+		return StatusCompleted
+	case EventRunFailed:
+		return StatusFailed
+	case EventRunCancelled:
+		return StatusCancelled
+	}
+	return ""
+}
+
+func resultOf(ev Event, obj map[string]json.RawMessage) *Result {
+	r := &Result{CostUSD: jsonFloat(obj["total_cost_usd"])}
+	if uuid := jsonString(obj["uuid"]); uuid != "" {
+		r.Key = "uuid:" + uuid
+	} else {
+		r.Key = "seq:" + ev.InteractionID + ":" + strconv.FormatInt(ev.Seq, 10)
+	}
+	var u map[string]json.RawMessage
+	if json.Unmarshal(obj["usage"], &u) == nil {
+		r.Usage = Usage{
+			InputTokens:              jsonInt(u["input_tokens"]),
+			OutputTokens:             jsonInt(u["output_tokens"]),
+			CacheReadInputTokens:     jsonInt(u["cache_read_input_tokens"]),
+			CacheCreationInputTokens: jsonInt(u["cache_creation_input_tokens"]),
+		}
+	}
+	return r
+}
+
+// jsonString returns raw as a string when it is a JSON string, else "".
+func jsonString(raw json.RawMessage) string {
+	if len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func jsonFloat(raw json.RawMessage) float64 {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] == '"' {
+		return 0
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) != nil {
+		return 0
+	}
+	f, err := n.Float64()
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+func jsonInt(raw json.RawMessage) int64 {
+	f := jsonFloat(raw)
+	if f > math.MaxInt64 || f < math.MinInt64 {
+		return 0
+	}
+	return int64(f)
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + v.InputTokens,
+		OutputTokens:             u.OutputTokens + v.OutputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+	}
+}
+
+// Interaction is the aggregate of one interaction's events that the
+// session-level rules pick from. Apply folds events into it; the outcome does
+// not depend on the order of the calls, so a backend can keep one row per
+// interaction and update it as events arrive in any order.
+//
+// Ties (two events with one seq, which only a client re-sending an event
+// under a new event_id with other content produces) are broken by value so
+// that they too are order-independent.
+type Interaction struct {
+	ID         string
+	EventCount int64
+	// FirstEventAt is the earliest envelope timestamp of any of its events;
+	// it orders interactions for the status rule.
+	FirstEventAt time.Time
+
+	// ConversationID is the candidate of the lowest-seq event that has one
+	// (seq ConversationSeq); ConversationAt is the earliest timestamp of the
+	// events that have one, and orders interactions for the conversation rule.
+	ConversationID  string
+	ConversationSeq int64
+	ConversationAt  time.Time
+
+	// The lifecycle event with the highest seq decides the status.
+	LifecycleSeq int64
+	Status       string // "" when the interaction has no lifecycle event
+	LifecycleAt  time.Time
+	// StartedSeq and StartedAt are of the lowest-seq relay.run_started.
+	StartedSeq int64
+	StartedAt  time.Time
+}
+
+// Apply folds one event and its facts into the interaction.
+func (in *Interaction) Apply(ev Event, f Facts) {
+	ts := ev.Timestamp
+	if in.EventCount == 0 || ts.Before(in.FirstEventAt) {
+		in.FirstEventAt = ts
+	}
+	in.EventCount++
+	if f.Candidate != "" {
+		if in.ConversationID == "" || ts.Before(in.ConversationAt) {
+			in.ConversationAt = ts
+		}
+		if in.ConversationID == "" || ev.Seq < in.ConversationSeq ||
+			(ev.Seq == in.ConversationSeq && f.Candidate < in.ConversationID) {
+			in.ConversationID, in.ConversationSeq = f.Candidate, ev.Seq
+		}
+	}
+	if f.Lifecycle == "" {
+		return
+	}
+	if in.Status == "" || ev.Seq > in.LifecycleSeq ||
+		(ev.Seq == in.LifecycleSeq && (f.Lifecycle > in.Status ||
+			(f.Lifecycle == in.Status && ts.Before(in.LifecycleAt)))) {
+		in.LifecycleSeq, in.Status, in.LifecycleAt = ev.Seq, f.Lifecycle, ts
+	}
+	if f.Lifecycle == StatusRunning && (in.StartedAt.IsZero() || ev.Seq < in.StartedSeq ||
+		(ev.Seq == in.StartedSeq && ts.Before(in.StartedAt))) {
+		in.StartedSeq, in.StartedAt = ev.Seq, ts
+	}
+}
+
+// Outcome is the interaction's status ("unknown" without lifecycle events),
+// when it started (its relay.run_started) and when it ended (the deciding
+// lifecycle event, when that is terminal).
+func (in Interaction) Outcome() (status string, startedAt, endedAt *time.Time) {
+	if in.Status == "" {
+		return StatusUnknown, nil, nil
+	}
+	if !in.StartedAt.IsZero() {
+		t := in.StartedAt
+		startedAt = &t
+	}
+	if in.Status != StatusRunning {
+		t := in.LifecycleAt
+		endedAt = &t
+	}
+	return in.Status, startedAt, endedAt
+}
+
+// MoreRecent orders interactions: a is more recent than b when its time is
+// later, or on equal times when its ID is greater (byte order). The time is
+// FirstEventAt for the status rule and ConversationAt for the conversation
+// rule. Using the envelope timestamps (when the relay produced the events)
+// rather than arrival order makes the outcome independent of the order in
+// which events reach the backend; backends order their SQL the same way.
+func MoreRecent(at time.Time, aID string, bt time.Time, bID string) bool {
+	if !at.Equal(bt) {
+		return at.After(bt)
+	}
+	return aID > bID
+}
+
+// PickConversation returns the session's external conversation ID: the
+// ConversationID of the most recent interaction (by ConversationAt) that has
+// one, "" when none has.
+func PickConversation(ins []Interaction) string {
+	var best *Interaction
+	for i := range ins {
+		in := &ins[i]
+		if in.ConversationID == "" {
+			continue
+		}
+		if best == nil || MoreRecent(in.ConversationAt, in.ID, best.ConversationAt, best.ID) {
+			best = in
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.ConversationID
+}
+
+// MostRecent returns the most recent interaction by FirstEventAt, whose
+// Outcome is the session's; false when ins is empty.
+func MostRecent(ins []Interaction) (Interaction, bool) {
+	var best *Interaction
+	for i := range ins {
+		in := &ins[i]
+		if best == nil || MoreRecent(in.FirstEventAt, in.ID, best.FirstEventAt, best.ID) {
+			best = in
+		}
+	}
+	if best == nil {
+		return Interaction{}, false
+	}
+	return *best, true
+}
+
+// AddConversationRef records a sighting of a conversation ID and returns the
+// history, ordered by FirstSeen (ties: ID), keeping each ID once with its
+// earliest sighting (ties: smallest InteractionID). changed reports whether
+// the history differs from refs, which is left unmodified.
+func AddConversationRef(refs []ConversationRef, ref ConversationRef) (out []ConversationRef, changed bool) {
+	ref.FirstSeen = ref.FirstSeen.UTC()
+	out = make([]ConversationRef, 0, len(refs)+1)
+	found := false
+	for _, r := range refs {
+		if r.ID != ref.ID {
+			out = append(out, r)
+			continue
+		}
+		found = true
+		if ref.FirstSeen.Before(r.FirstSeen) ||
+			(ref.FirstSeen.Equal(r.FirstSeen) && ref.InteractionID < r.InteractionID) {
+			changed = true
+			r = ref
+		}
+		out = append(out, r)
+	}
+	if !found {
+		out = append(out, ref)
+		changed = true
+	}
+	if changed {
+		sort.SliceStable(out, func(i, j int) bool {
+			if !out[i].FirstSeen.Equal(out[j].FirstSeen) {
+				return out[i].FirstSeen.Before(out[j].FirstSeen)
+			}
+			return out[i].ID < out[j].ID
+		})
+	}
+	return out, changed
+}
+
+// Derive folds a session's events into its derived state from scratch: the
+// reference the incremental backends are tested against. Events with an
+// event_id seen before are skipped, as a Store skips them. It sets ID (from
+// the first event), ExternalConversationID, ConversationIDs, Status,
+// StartedAt, EndedAt, EventCount, InteractionCount, Usage and CostUSD; the
+// arrival-dependent fields (CreatedAt, UpdatedAt, LastCursor) stay zero.
+func Derive(events []Event) Session {
+	var s Session
+	seenEvents := map[string]bool{}
+	seenResults := map[string]bool{}
+	byID := map[string]*Interaction{}
+	var order []string
+	for _, ev := range events {
+		if seenEvents[ev.EventID] {
+			continue
+		}
+		seenEvents[ev.EventID] = true
+		if s.ID == "" {
+			s.ID = ev.SessionID
+		}
+		s.EventCount++
+		f := FactsOf(ev)
+		in := byID[ev.InteractionID]
+		if in == nil {
+			in = &Interaction{ID: ev.InteractionID}
+			byID[ev.InteractionID] = in
+			order = append(order, ev.InteractionID)
+		}
+		in.Apply(ev, f)
+		if f.Candidate != "" {
+			s.ConversationIDs, _ = AddConversationRef(s.ConversationIDs, ConversationRef{
+				ID: f.Candidate, InteractionID: ev.InteractionID, FirstSeen: ev.Timestamp,
+			})
+		}
+		if f.Result != nil && !seenResults[f.Result.Key] {
+			seenResults[f.Result.Key] = true
+			s.Usage = s.Usage.Add(f.Result.Usage)
+			s.CostUSD += f.Result.CostUSD
+		}
+	}
+	ins := make([]Interaction, 0, len(order))
+	for _, id := range order {
+		ins = append(ins, *byID[id])
+	}
+	s.InteractionCount = int64(len(ins))
+	s.ExternalConversationID = PickConversation(ins)
+	s.Status = StatusUnknown
+	if in, ok := MostRecent(ins); ok {
+		s.Status, s.StartedAt, s.EndedAt = in.Outcome()
+	}
+	return s
+}

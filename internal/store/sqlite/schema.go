@@ -1,0 +1,138 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migrations are applied in order; version i+1 is migrations[i]. Append
+// only: a released migration never changes.
+//
+// Times are Unix nanoseconds (INTEGER), 0 meaning "none"; see ingest.Nanos.
+var migrations = []string{
+	// 1: events, the derived session state, and what the derivation keeps.
+	`
+CREATE TABLE sessions (
+	id                          TEXT PRIMARY KEY,
+	external_conversation_id    TEXT    NOT NULL DEFAULT '',
+	conversation_ids            TEXT    NOT NULL DEFAULT '[]', -- JSON []ConversationRef
+	status                      TEXT    NOT NULL DEFAULT 'unknown',
+	event_count                 INTEGER NOT NULL DEFAULT 0,
+	interaction_count           INTEGER NOT NULL DEFAULT 0,
+	input_tokens                INTEGER NOT NULL DEFAULT 0,
+	output_tokens               INTEGER NOT NULL DEFAULT 0,
+	cache_read_input_tokens     INTEGER NOT NULL DEFAULT 0,
+	cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
+	total_cost_usd              REAL    NOT NULL DEFAULT 0,
+	created_at                  INTEGER NOT NULL,
+	updated_at                  INTEGER NOT NULL,
+	started_at                  INTEGER,
+	ended_at                    INTEGER,
+	last_cursor                 INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_recent ON sessions (updated_at DESC, id);
+
+CREATE TABLE events (
+	event_id       TEXT PRIMARY KEY,
+	session_id     TEXT    NOT NULL REFERENCES sessions (id),
+	cursor         INTEGER NOT NULL,
+	interaction_id TEXT    NOT NULL,
+	seq            INTEGER NOT NULL,
+	event_type     TEXT    NOT NULL,
+	event_data     TEXT    NOT NULL, -- as received
+	timestamp      INTEGER NOT NULL,
+	source         TEXT    NOT NULL,
+	received_at    INTEGER NOT NULL,
+	UNIQUE (session_id, cursor)
+);
+
+-- One aggregate per interaction (store.Interaction), so that an Append
+-- updates the derived state without reading the session's events.
+CREATE TABLE interactions (
+	session_id     TEXT    NOT NULL REFERENCES sessions (id),
+	interaction_id TEXT    NOT NULL,
+	event_count    INTEGER NOT NULL,
+	first_event_at INTEGER NOT NULL,
+	conv_id        TEXT    NOT NULL,
+	conv_seq       INTEGER NOT NULL,
+	conv_at        INTEGER NOT NULL,
+	lifecycle_seq  INTEGER NOT NULL,
+	status         TEXT    NOT NULL,
+	lifecycle_at   INTEGER NOT NULL,
+	started_seq    INTEGER NOT NULL,
+	started_at     INTEGER NOT NULL,
+	PRIMARY KEY (session_id, interaction_id)
+) WITHOUT ROWID;
+CREATE INDEX interactions_recent ON interactions (session_id, first_event_at, interaction_id);
+CREATE INDEX interactions_conv ON interactions (session_id, conv_at, interaction_id)
+	WHERE conv_id <> '';
+
+-- The CLI results counted in a session's usage (store.Result.Key).
+CREATE TABLE results (
+	session_id TEXT NOT NULL REFERENCES sessions (id),
+	result_key TEXT NOT NULL,
+	event_id   TEXT NOT NULL,
+	PRIMARY KEY (session_id, result_key)
+) WITHOUT ROWID;
+`,
+}
+
+// migrate brings the schema up to date. The transaction begins IMMEDIATE
+// (see dsn), which takes SQLite's write lock first, so two processes opening
+// one file at once apply each migration once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this build supports (%d): use a newer claude-relay", current, len(migrations))
+	}
+	for v := current + 1; v <= len(migrations); v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+			return fmt.Errorf("apply migration %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+			v, time.Now().UnixNano()); err != nil {
+			return fmt.Errorf("record migration %d: %w", v, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit migrations: %w", err)
+	}
+	return nil
+}
+
+// SchemaVersions lists the applied migrations, for diagnostics and tests.
+func (s *Store) SchemaVersions(ctx context.Context) ([]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: schema versions: %w", err)
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("sqlite: schema versions: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: schema versions: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,183 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/store/internal/ingest"
+)
+
+// writeTx is ingest.Tx on an IMMEDIATE transaction: it holds the database's
+// write lock from BEGIN, so LockSessions has nothing left to lock.
+type writeTx struct {
+	tx *sql.Tx
+	st *statements
+}
+
+var _ ingest.Tx = (*writeTx)(nil)
+
+// stmt binds a statement prepared on the writer to the transaction; the
+// writer has one connection, so it is parsed once per Store.
+func (t *writeTx) stmt(ctx context.Context, s *sql.Stmt) *sql.Stmt {
+	return t.tx.StmtContext(ctx, s)
+}
+
+// query runs a statement whose one list parameter is a JSON array (see
+// jsonList), calling scan for every row.
+func (t *writeTx) query(ctx context.Context, s *sql.Stmt, args []any, scan func(*sql.Rows) error) error {
+	rows, err := t.stmt(ctx, s).QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// jsonList passes a list as one parameter, which the statements expand
+// with json_each: one prepared statement serves any length, where an
+// IN (?, ?, ...) list would be a new statement for every length.
+func jsonList(keys []string) (string, error) {
+	b, err := json.Marshal(keys)
+	return string(b), err
+}
+
+func (t *writeTx) KnownEvents(ctx context.Context, ids []string) (map[string]int64, error) {
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]int64{}
+	err = t.query(ctx, t.st.knownEvents, []any{list}, func(rows *sql.Rows) error {
+		var id string
+		var c int64
+		if err := rows.Scan(&id, &c); err != nil {
+			return err
+		}
+		known[id] = c
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up event ids: %w", err)
+	}
+	return known, nil
+}
+
+func (t *writeTx) LockSessions(ctx context.Context, ids []string, now time.Time) (map[string]*store.Session, error) {
+	out := make(map[string]*store.Session, len(ids))
+	for _, id := range ids {
+		s, err := ingest.ScanSession(t.stmt(ctx, t.st.session).QueryRowContext(ctx, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			s = store.Session{ID: id, Status: store.StatusUnknown, CreatedAt: now, UpdatedAt: now,
+				ConversationIDs: []store.ConversationRef{}}
+			_, err = t.stmt(ctx, t.st.insertSession).ExecContext(ctx, id, ingest.Nanos(now))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("session %q: %w", id, err)
+		}
+		out[id] = &s
+	}
+	return out, nil
+}
+
+func (t *writeTx) Interactions(ctx context.Context, sessionID string, ids []string) (map[string]store.Interaction, error) {
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]store.Interaction{}
+	err = t.query(ctx, t.st.interactions, []any{sessionID, list},
+		func(rows *sql.Rows) error {
+			in, err := ingest.ScanInteraction(rows)
+			if err != nil {
+				return err
+			}
+			out[in.ID] = in
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("interactions of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+func (t *writeTx) KnownResults(ctx context.Context, sessionID string, keys []string) (map[string]bool, error) {
+	list, err := jsonList(keys)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	err = t.query(ctx, t.st.knownResults, []any{sessionID, list}, func(rows *sql.Rows) error {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return err
+		}
+		out[k] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("results of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+func (t *writeTx) Write(ctx context.Context, w ingest.Writes) error {
+	insertEvent := t.stmt(ctx, t.st.insertEvent)
+	for i := range w.Events {
+		if _, err := insertEvent.ExecContext(ctx, append(ingest.EventArgs(&w.Events[i]), ingest.Nanos(w.ReceivedAt))...); err != nil {
+			return fmt.Errorf("insert event %s: %w", w.Events[i].EventID, err)
+		}
+	}
+	insertResult := t.stmt(ctx, t.st.insertResult)
+	for _, r := range w.Results {
+		if _, err := insertResult.ExecContext(ctx, r.SessionID, r.Key, r.EventID); err != nil {
+			return fmt.Errorf("insert result %s: %w", r.Key, err)
+		}
+	}
+	upsert := t.stmt(ctx, t.st.upsertInteraction)
+	for i := range w.Interactions {
+		if _, err := upsert.ExecContext(ctx, ingest.InteractionArgs(&w.Interactions[i])...); err != nil {
+			return fmt.Errorf("upsert interaction %s: %w", w.Interactions[i].ID, err)
+		}
+	}
+	return nil
+}
+
+func (t *writeTx) Summary(ctx context.Context, sessionID string) (ingest.Summary, error) {
+	var sum ingest.Summary
+	err := t.stmt(ctx, t.st.topConversation).QueryRowContext(ctx, sessionID).Scan(&sum.ConversationID)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return sum, fmt.Errorf("conversation of %q: %w", sessionID, err)
+	}
+	sum.Recent, err = ingest.ScanInteraction(t.stmt(ctx, t.st.topInteraction).QueryRowContext(ctx, sessionID))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return sum, fmt.Errorf("latest interaction of %q: %w", sessionID, err)
+	default:
+		sum.HasRecent = true
+	}
+	return sum, nil
+}
+
+func (t *writeTx) UpdateSession(ctx context.Context, s *store.Session) error {
+	args, err := ingest.SessionArgs(s)
+	if err != nil {
+		return err
+	}
+	// args[0] is the id; the rest follow SessionColumns.
+	_, err = t.stmt(ctx, t.st.updateSession).ExecContext(ctx, append(args[1:], args[0])...)
+	if err != nil {
+		return fmt.Errorf("update session %q: %w", s.ID, err)
+	}
+	return nil
+}

@@ -9,6 +9,7 @@ import (
 // methods on every use instead of copying the values once.
 type Live struct {
 	token   atomic.Pointer[Secret]
+	serve   atomic.Pointer[[]Secret]
 	level   slog.LevelVar
 	secrets atomic.Pointer[[]string]
 }
@@ -25,6 +26,8 @@ func NewLive(c *Config) *Live {
 func (l *Live) Apply(c *Config) {
 	t := c.Backend.Token
 	l.token.Store(&t)
+	st := append([]Secret(nil), c.Serve.Tokens...)
+	l.serve.Store(&st)
 	l.level.Set(c.Log.Level)
 	s := c.Secrets()
 	l.secrets.Store(&s)
@@ -44,6 +47,14 @@ func (l *Live) Level() *slog.LevelVar { return &l.level }
 // Secrets lists the current secret values, for redaction.
 func (l *Live) Secrets() []string {
 	if s := l.secrets.Load(); s != nil {
+		return *s
+	}
+	return nil
+}
+
+// ServeTokens are the tokens `serve` accepts now.
+func (l *Live) ServeTokens() []Secret {
+	if s := l.serve.Load(); s != nil {
 		return *s
 	}
 	return nil

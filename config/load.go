@@ -282,7 +282,9 @@ func display(v any) string {
 	}
 }
 
-// redactURL hides the password of a URL such as postgres://u:pw@host/db.
+// RedactURL hides the password of a URL such as postgres://u:pw@host/db.
+func RedactURL(s string) string { return redactURL(s) }
+
 func redactURL(s string) string {
 	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
 		return s

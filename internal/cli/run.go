@@ -92,6 +92,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	// The pipes are synchronous: the view must be reading before anything
 	// is sent, or the server's ready event blocks the whole exchange.
 	v := newView(a, o, h.backend.Dashboard, o.session, cmds)
+	v.embedded, v.serveAddr = h.backend.Embedded, a.loaded.Config.Serve.Addr
 	done := make(chan int, 1)
 	go func() { done <- v.consume(evR) }()
 	prompt := o.prompt

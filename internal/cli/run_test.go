@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
@@ -70,5 +72,61 @@ func TestRunWithRealCLI(t *testing.T) {
 	t.Logf("backend got %v", types)
 	if types[0] != "relay.run_started" || types[len(types)-1] != "relay.run_completed" {
 		t.Errorf("lifecycle order %v", types)
+	}
+}
+
+func TestRunOnEmbeddedDefault(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	api := mockapi.New(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": "echo embedded", "description": "Echo"}),
+		mockapi.TextTurn("Stored."),
+	})
+	home := t.TempDir()
+	cwd := t.TempDir()
+	cli.TrustDir(cwd)
+	env := map[string]string{"HOME": home, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path}
+	cliEnv := cli.Env(t, api.URL())
+	var out, errb strings.Builder
+	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Environ:   func() []string { return cliEnv },
+		Getwd:     func() (string, error) { return cwd, nil }}
+	code := a.Run(t.Context(), []string{"run", "--session=sess-1", "--max-turns=4", "go"})
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	if code != 0 || !strings.Contains(out.String(), "events: http://127.0.0.1:") {
+		t.Fatalf("exit %d", code)
+	}
+	st, err := sqlite.Open(t.Context(), filepath.Join(home, ".local/share/claude-relay/relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sess, err := st.Session(t.Context(), "sess-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(t.Context(), "sess-1", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cliSession string
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d", i, e.Seq)
+		}
+		var d struct {
+			Type      string `json:"type"`
+			SessionID string `json:"session_id"`
+		}
+		json.Unmarshal(e.EventData, &d) //nolint:errcheck
+		if cliSession == "" && d.Type != "system" && d.SessionID != "" && e.Source == "agent" {
+			cliSession = d.SessionID
+		}
+	}
+	if sess.Status != "completed" || sess.ExternalConversationID == "" || sess.ExternalConversationID != cliSession {
+		t.Errorf("session %+v; CLI session %s", sess, cliSession)
+	}
+	if !strings.Contains(out.String(), sess.ExternalConversationID) {
+		t.Error("run should print the conversation ID")
 	}
 }

@@ -85,7 +85,7 @@ func runSpoolFlush(ctx context.Context, a *App, o spoolFlushOptions) error {
 		return err
 	}
 	defer backend.Close()
-	f, err := forwarder.Open(a.forwarderOptions(backend.URL))
+	f, err := forwarder.Open(a.forwarderOptions(backend))
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,11 @@ func runSpoolFlush(ctx context.Context, a *App, o spoolFlushOptions) error {
 }
 
 // forwarderOptions builds the forwarder's options from the configuration.
-func (a *App) forwarderOptions(url string) forwarder.Options {
+func (a *App) forwarderOptions(b *backendConn) forwarder.Options {
+	token := func() string { return a.live.Token().Reveal() }
+	if b.Token != "" && a.loaded.Config.Backend.URL == "" {
+		token = func() string { return b.Token.Reveal() }
+	}
 	c := a.loaded.Config
 	sync := time.Duration(0) // the forwarder's default group fsync
 	if c.Spool.Fsync == "always" {
@@ -126,8 +130,7 @@ func (a *App) forwarderOptions(url string) forwarder.Options {
 	}
 	return forwarder.Options{
 		SyncInterval: sync,
-		Dir:          c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, BackendURL: url,
-		Token:          func() string { return a.live.Token().Reveal() },
+		Dir:          c.Spool.Dir, MaxBytes: c.Spool.MaxBytes, BackendURL: b.URL, Token: token,
 		AttemptTimeout: c.Forwarder.AttemptTimeout, MinBackoff: c.Forwarder.MinBackoff, MaxBackoff: c.Forwarder.MaxBackoff,
 		Batch: c.Forwarder.Batch, MaxBatch: c.Forwarder.MaxBatch, Logger: a.log,
 	}

@@ -20,6 +20,8 @@ type view struct {
 	a         *App
 	o         runOptions
 	dashboard string
+	embedded  bool   // the backend ends with this run
+	serveAddr string // where `claude-relay serve` will listen
 	session   string
 	cmds      *commandWriter
 	tty       bool
@@ -138,7 +140,11 @@ func (v *view) final(ev extension.Event) {
 	if ev.ConversationID != "" {
 		fmt.Fprintf(out, "conversation %s\nresume: claude-relay run --resume %s 'next prompt'\n", ev.ConversationID, ev.ConversationID)
 	}
-	if v.dashboard != "" {
+	switch {
+	case v.embedded:
+		// The embedded backend ends with this run; serve shows the same data.
+		fmt.Fprintf(out, "events stored; see them with: claude-relay serve, then open http://%s/sessions/%s\n", v.serveAddr, ev.SessionID)
+	case v.dashboard != "":
 		fmt.Fprintf(out, "events: %s/sessions/%s\n", v.dashboard, ev.SessionID)
 	}
 }

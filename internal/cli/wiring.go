@@ -63,7 +63,7 @@ func (a *App) newHelper(ctx context.Context) (*helper, error) {
 	}
 	exec, info := a.newExecutor(ctx)
 	var srv atomic.Pointer[extension.Server]
-	fo := a.forwarderOptions(backend.URL)
+	fo := a.forwarderOptions(backend)
 	fo.OnError = func(e forwarder.Error) {
 		if s := srv.Load(); s != nil {
 			s.ReportForwarderError(e)

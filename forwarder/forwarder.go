@@ -70,6 +70,7 @@ type Forwarder struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionSpool
+	extra    []*sessionSpool // sibling spools adopted at start, delivered then closed with the rest
 	stopped  bool
 
 	bytes                                     atomic.Int64
@@ -153,7 +154,7 @@ func (f *Forwarder) adopt() error {
 		if err != nil {
 			continue
 		}
-		s, err := openSession(root, string(id))
+		s, err := openSessionDir(root, e.Name(), string(id))
 		if errors.Is(err, ErrSessionLocked) {
 			continue
 		}
@@ -170,7 +171,11 @@ func (f *Forwarder) attach(s *sessionSpool) {
 	if s.corrupt > 0 {
 		f.report(Error{Code: "corrupt_spool", SessionID: s.id, Message: s.lastCorrup.Error()})
 	}
-	f.sessions[s.id] = s
+	if f.sessions[s.id] == nil {
+		f.sessions[s.id] = s
+	} else {
+		f.extra = append(f.extra, s) // a sibling spool of the same session
+	}
 	f.bytes.Add(s.bytes)
 	f.workers.Add(1)
 	go f.deliverLoop(s)
@@ -186,7 +191,7 @@ func (f *Forwarder) session(id string) (*sessionSpool, error) {
 	if s := f.sessions[id]; s != nil {
 		return s, nil
 	}
-	s, err := openSession(filepath.Join(f.opts.Dir, "sessions"), id)
+	s, err := openSessionAny(filepath.Join(f.opts.Dir, "sessions"), id)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +254,11 @@ func (f *Forwarder) syncLoop() {
 
 func (f *Forwarder) syncAll() {
 	f.mu.Lock()
-	ss := make([]*sessionSpool, 0, len(f.sessions))
+	ss := make([]*sessionSpool, 0, len(f.sessions)+len(f.extra))
 	for _, s := range f.sessions {
 		ss = append(ss, s)
 	}
+	ss = append(ss, f.extra...)
 	f.mu.Unlock()
 	for _, s := range ss {
 		if err := s.sync(); err != nil {
@@ -285,6 +291,9 @@ func (f *Forwarder) Stop(ctx context.Context) error {
 	f.syncer.Wait()
 	f.mu.Lock()
 	for _, s := range f.sessions {
+		s.close()
+	}
+	for _, s := range f.extra {
 		s.close()
 	}
 	f.mu.Unlock()

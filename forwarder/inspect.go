@@ -52,7 +52,9 @@ func Inspect(dir string) ([]SessionStatus, error) {
 		}
 		st := SessionStatus{SessionID: string(id), Delivering: locked(sdir)}
 		st.Pending, st.PendingBytes = countPending(sdir)
-		st.DeadLettered = countLines(filepath.Join(dir, "dead", e.Name()+".jsonl"))
+		if !strings.Contains(e.Name(), "~") {
+			st.DeadLettered = countLines(filepath.Join(dir, "dead", e.Name()+".jsonl"))
+		}
 		if b, err := os.ReadFile(filepath.Join(sdir, lastErrorFile)); err == nil {
 			ts, msg, _ := strings.Cut(string(b), " ")
 			st.LastErrorAt, _ = time.Parse(time.RFC3339, ts)

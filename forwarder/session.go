@@ -86,7 +86,31 @@ func escapeID(id string) string {
 // openSession opens (creating if needed) and recovers a session spool, taking
 // its lock. It reads the seq snapshot and the current segment only.
 func openSession(root, id string) (*sessionSpool, error) {
-	dir := filepath.Join(root, escapeID(id))
+	return openSessionDir(root, escapeID(id), id)
+}
+
+// openSessionAny opens the session's spool, or a sibling spool of the same
+// session when another live process holds the first: a visible-terminal run
+// and an extension helper may write one session at once. seq is counted per
+// interaction, and an interaction never spans processes, so numbering holds.
+func openSessionAny(root, id string) (*sessionSpool, error) {
+	base := escapeID(id)
+	var err error
+	for i := 0; i < 8; i++ {
+		name := base
+		if i > 0 {
+			name = fmt.Sprintf("%s~%d", base, i)
+		}
+		var s *sessionSpool
+		if s, err = openSessionDir(root, name, id); !errors.Is(err, ErrSessionLocked) {
+			return s, err
+		}
+	}
+	return nil, err
+}
+
+func openSessionDir(root, name, id string) (*sessionSpool, error) {
+	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool directory: %w", err)
 	}

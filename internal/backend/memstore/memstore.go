@@ -1,0 +1,314 @@
+// Package memstore is an in-memory store.Store for the backend's tests,
+// benchmarks and browser tests. It keeps the whole Store contract
+// (idempotent Append, per-session cursors, coalescing Subscribe) and folds
+// events with the store package's incremental rules, so it passes the shared
+// storetest suite; it keeps nothing across restarts.
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/claude-relay/claude-relay/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Store is an in-memory store.Store. The zero value is not usable; call New.
+type Store struct {
+	mu       sync.Mutex
+	byID     map[string]ref // event_id -> where it is
+	sessions map[string]*session
+	subs     map[*sub]struct{}
+	closed   bool
+
+	// AppendErr, when set, makes Append fail with it (tests of error paths).
+	AppendErr error
+	// Appends counts Append calls, Stored the events they stored.
+	Appends, Stored int
+}
+
+type ref struct {
+	session string
+	cursor  int64
+}
+
+type session struct {
+	events       []store.Event
+	info         store.Session
+	interactions map[string]*store.Interaction
+	order        []string        // interaction IDs, first seen first
+	results      map[string]bool // result keys counted once
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		byID:     make(map[string]ref),
+		sessions: make(map[string]*session),
+		subs:     make(map[*sub]struct{}),
+	}
+}
+
+// Append implements store.Store.
+func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	if s.AppendErr != nil {
+		return nil, s.AppendErr
+	}
+	for _, ev := range events {
+		switch {
+		case ev.EventID == "":
+			return nil, fmt.Errorf("%w: empty event_id", store.ErrInvalid)
+		case ev.SessionID == "":
+			return nil, fmt.Errorf("%w: empty session_id", store.ErrInvalid)
+		case !json.Valid(ev.EventData):
+			return nil, fmt.Errorf("%w: event_data of %s is not JSON", store.ErrInvalid, ev.EventID)
+		}
+	}
+	s.Appends++
+	now := time.Now().UTC()
+	out := make([]store.AppendResult, len(events))
+	changed := make(map[string]int64)
+	for i, ev := range events {
+		if r, ok := s.byID[ev.EventID]; ok {
+			out[i] = store.AppendResult{EventID: ev.EventID, Cursor: r.cursor, Duplicate: true}
+			continue
+		}
+		ss := s.sessions[ev.SessionID]
+		if ss == nil {
+			ss = &session{
+				info:         store.Session{ID: ev.SessionID, Status: store.StatusUnknown, CreatedAt: now, ConversationIDs: []store.ConversationRef{}},
+				interactions: make(map[string]*store.Interaction),
+				results:      make(map[string]bool),
+			}
+			s.sessions[ev.SessionID] = ss
+		}
+		ev.EventData = append(json.RawMessage(nil), ev.EventData...)
+		ev.Cursor = int64(len(ss.events)) + 1
+		ss.events = append(ss.events, ev)
+		ss.apply(ev, now)
+		s.byID[ev.EventID] = ref{ev.SessionID, ev.Cursor}
+		changed[ev.SessionID] = ev.Cursor
+		out[i] = store.AppendResult{EventID: ev.EventID, Cursor: ev.Cursor}
+		s.Stored++
+	}
+	for id, c := range changed {
+		for sb := range s.subs {
+			sb.notify(store.Notification{SessionID: id, Cursor: c})
+		}
+	}
+	return out, nil
+}
+
+// apply folds one new event into the summary with the store package's
+// incremental rules (the same the SQL stores use).
+func (ss *session) apply(ev store.Event, now time.Time) {
+	in := &ss.info
+	in.EventCount++
+	in.UpdatedAt = now
+	in.LastCursor = ev.Cursor
+	f := store.FactsOf(ev)
+	it := ss.interactions[ev.InteractionID]
+	if it == nil {
+		it = &store.Interaction{ID: ev.InteractionID}
+		ss.interactions[ev.InteractionID] = it
+		ss.order = append(ss.order, ev.InteractionID)
+		in.InteractionCount = int64(len(ss.order))
+	}
+	it.Apply(ev, f)
+	if f.Candidate != "" {
+		in.ConversationIDs, _ = store.AddConversationRef(in.ConversationIDs, store.ConversationRef{
+			ID: f.Candidate, InteractionID: ev.InteractionID, FirstSeen: ev.Timestamp,
+		})
+	}
+	if f.Result != nil && !ss.results[f.Result.Key] {
+		ss.results[f.Result.Key] = true
+		in.Usage = in.Usage.Add(f.Result.Usage)
+		in.CostUSD += f.Result.CostUSD
+	}
+	ins := make([]store.Interaction, 0, len(ss.order))
+	for _, id := range ss.order {
+		ins = append(ins, *ss.interactions[id])
+	}
+	in.ExternalConversationID = store.PickConversation(ins)
+	in.Status, in.StartedAt, in.EndedAt = store.StatusUnknown, nil, nil
+	if last, ok := store.MostRecent(ins); ok {
+		in.Status, in.StartedAt, in.EndedAt = last.Outcome()
+	}
+}
+
+// Session implements store.Store.
+func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.Session{}, store.ErrClosed
+	}
+	ss := s.sessions[id]
+	if ss == nil {
+		return store.Session{}, store.ErrNotFound
+	}
+	return ss.snapshot(), nil
+}
+
+func (ss *session) snapshot() store.Session {
+	out := ss.info
+	out.ConversationIDs = append([]store.ConversationRef{}, ss.info.ConversationIDs...)
+	return out
+}
+
+// Sessions implements store.Store.
+func (s *Store) Sessions(ctx context.Context, opts store.ListOptions) ([]store.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	out := make([]store.Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss.snapshot())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// Events implements store.Store.
+func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit int) ([]store.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	ss := s.sessions[sessionID]
+	if ss == nil || after >= int64(len(ss.events)) {
+		return nil, nil
+	}
+	if after < 0 {
+		after = 0
+	}
+	switch {
+	case limit <= 0:
+		limit = 100
+	case limit > 1000:
+		limit = 1000
+	}
+	evs := ss.events[after:]
+	if len(evs) > limit {
+		evs = evs[:limit]
+	}
+	return append([]store.Event(nil), evs...), nil
+}
+
+// Subscribe implements store.Store: notifications coalesce per session while
+// the receiver is slow.
+func (s *Store) Subscribe(ctx context.Context) (<-chan store.Notification, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, store.ErrClosed
+	}
+	sb := &sub{
+		pending: make(map[string]int64),
+		wake:    make(chan struct{}, 1),
+		out:     make(chan store.Notification),
+		done:    make(chan struct{}),
+	}
+	s.subs[sb] = struct{}{}
+	go func() {
+		defer close(sb.out)
+		sb.run(ctx)
+		s.mu.Lock()
+		delete(s.subs, sb)
+		s.mu.Unlock()
+	}()
+	return sb.out, nil
+}
+
+// Close implements store.Store; it ends every subscription.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for sb := range s.subs {
+		close(sb.done)
+	}
+	return nil
+}
+
+type sub struct {
+	mu      sync.Mutex
+	pending map[string]int64
+	wake    chan struct{}
+	out     chan store.Notification
+	done    chan struct{} // closed by Store.Close
+}
+
+func (sb *sub) notify(n store.Notification) {
+	sb.mu.Lock()
+	if n.Cursor > sb.pending[n.SessionID] {
+		sb.pending[n.SessionID] = n.Cursor
+	}
+	sb.mu.Unlock()
+	select {
+	case sb.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (sb *sub) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sb.done:
+			return
+		case <-sb.wake:
+		}
+		sb.mu.Lock()
+		batch := make([]store.Notification, 0, len(sb.pending))
+		for id, c := range sb.pending {
+			batch = append(batch, store.Notification{SessionID: id, Cursor: c})
+		}
+		clear(sb.pending)
+		sb.mu.Unlock()
+		for _, n := range batch {
+			select {
+			case sb.out <- n:
+			case <-ctx.Done():
+				return
+			case <-sb.done:
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package backend
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/claude-relay/claude-relay/config"
+	"github.com/claude-relay/claude-relay/internal/dashboard"
+	"github.com/claude-relay/claude-relay/internal/store"
+)
+
+// Size limits when Options.MaxBody is zero.
+const (
+	DefaultMaxEvent = 4 << 20  // one event, single or inside a batch
+	DefaultMaxBatch = 32 << 20 // a whole batch body
+)
+
+// batchFactor scales a configured MaxBody to the batch limit, keeping the
+// default 4 MiB : 32 MiB ratio.
+const batchFactor = 8
+
+// defaultHeartbeat is how often an idle SSE stream gets a ": ping" comment,
+// so proxies keep the connection and clients notice a dead one.
+const defaultHeartbeat = 15 * time.Second
+
+// Options configures a Server. Zero values mean the default.
+type Options struct {
+	Store store.Store // required
+	// Tokens returns the accepted tokens. It is called on every request so a
+	// reloaded configuration takes effect at once. Nil or empty: every route
+	// but /healthz answers 401.
+	Tokens func() []config.Secret
+	// MaxBody is the largest single event body in bytes (0: 4 MiB); a batch
+	// body may be 8 times that (0: 32 MiB).
+	MaxBody int64
+	Logger  *slog.Logger // nil: discard
+	// Registry receives the server's metrics. Nil: a new registry with the Go
+	// and process collectors. /metrics serves Registry when it is also a
+	// prometheus.Gatherer (a *prometheus.Registry is), else only our metrics.
+	Registry prometheus.Registerer
+}
+
+// Server is the reference backend's HTTP API and dashboard. Create it with
+// New, serve Handler, and call Shutdown when done.
+type Server struct {
+	store    store.Store
+	tokens   func() []config.Secret
+	maxEvent int64
+	maxBatch int64
+	log      *slog.Logger
+	metrics  *metrics
+	gatherer prometheus.Gatherer
+	hub      *hub
+	handler  http.Handler
+
+	// heartbeat is defaultHeartbeat; tests shorten it.
+	heartbeat time.Duration
+	// sseFlushInterval throttles the session-list feed per client.
+	sseFlushInterval time.Duration
+
+	// ctx ends every SSE stream and the store subscription when Shutdown
+	// starts; the hub waits for both.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	shutOnce sync.Once
+
+	lastNoTokenLog atomic.Int64 // unix nanos; throttles the "no tokens" warning
+}
+
+// New returns a Server. It panics when opts.Store is nil: that is a wiring
+// bug, not a runtime condition.
+func New(opts Options) *Server {
+	if opts.Store == nil {
+		panic("backend.New: Options.Store is nil")
+	}
+	s := &Server{
+		store:            opts.Store,
+		tokens:           opts.Tokens,
+		maxEvent:         opts.MaxBody,
+		maxBatch:         opts.MaxBody * batchFactor,
+		log:              opts.Logger,
+		heartbeat:        defaultHeartbeat,
+		sseFlushInterval: 200 * time.Millisecond,
+	}
+	if s.maxEvent <= 0 {
+		s.maxEvent, s.maxBatch = DefaultMaxEvent, DefaultMaxBatch
+	}
+	if s.tokens == nil {
+		s.tokens = func() []config.Secret { return nil }
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.metrics, s.gatherer = newMetrics(opts.Registry)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.hub = newHub(s.ctx, s.store, s.log)
+	if len(s.validTokens()) == 0 {
+		s.log.Warn("backend: no serve tokens configured; every request but /healthz will get 401 (set serve.tokens or CLAUDE_RELAY_SERVE_TOKENS)")
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler for every route.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Shutdown ends every SSE stream (clients see the stream close and
+// reconnect elsewhere or later) and stops the store subscription, waiting
+// for them until ctx ends. Other in-flight requests are the http.Server's
+// to drain; ListenAndServe does both. Shutdown is idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(s.cancel)
+	done := make(chan struct{})
+	// Outlives an expired ctx only until the last stream returns, which its
+	// write deadline bounds.
+	go func() {
+		s.hub.wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("GET /login", s.handleLoginForm)
+	mux.HandleFunc("POST /login", s.handleLogin)
+	mux.HandleFunc("POST /logout", s.handleLogout)
+	mux.Handle("GET /metrics", s.metricsHandler())
+
+	mux.HandleFunc("POST /api/sessions/{id}/events", s.handleEvent)
+	mux.HandleFunc("POST /api/sessions/{id}/events/batch", s.handleBatch)
+	mux.HandleFunc("GET /api/sessions", s.handleSessions)
+	mux.HandleFunc("GET /api/sessions/{id}", s.handleSession)
+	mux.HandleFunc("GET /api/sessions/{id}/events", s.handleEvents)
+	mux.HandleFunc("GET /api/sessions/{id}/stream", s.handleSessionStream)
+	mux.HandleFunc("GET /api/stream", s.handleSessionsStream)
+
+	dashboard.Register(mux)
+	return s.logRequests(s.authenticate(mux))
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte("ok\n"))
+}

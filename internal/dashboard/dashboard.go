@@ -1,0 +1,158 @@
+// Package dashboard is the reference backend's web UI: a live session list
+// and a live session timeline, plain HTML, CSS and JavaScript embedded in the
+// binary (no build step). The pages read the backend's JSON API and SSE
+// streams with the login cookie; every piece of event content is inserted
+// with textContent, never as HTML, and a strict Content-Security-Policy
+// forbids inline scripts as a second line of defence.
+//
+// The package serves files and the login form only; authentication and the
+// API are package backend's.
+package dashboard
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed static
+var static embed.FS
+
+//go:embed login.html
+var loginHTML string
+
+var loginTmpl = template.Must(template.New("login").Parse(loginHTML))
+
+// csp allows only our own scripts, styles and connections.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// file is one embedded asset, ready to serve.
+type file struct {
+	name  string
+	data  []byte
+	etag  string
+	ctype string
+}
+
+var files = loadFiles()
+
+func loadFiles() map[string]*file {
+	out := make(map[string]*file)
+	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := static.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		out[strings.TrimPrefix(p, "static/")] = &file{
+			name:  path.Base(p),
+			data:  data,
+			etag:  `"` + hex.EncodeToString(sum[:8]) + `"`,
+			ctype: contentType(p),
+		}
+		return nil
+	})
+	if err != nil {
+		panic("dashboard: embedded files: " + err.Error())
+	}
+	return out
+}
+
+func contentType(p string) string {
+	switch path.Ext(p) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
+	}
+	return "application/octet-stream"
+}
+
+// Register adds the dashboard's routes to mux: GET / (session list),
+// GET /sessions/{id} (a session's timeline) and GET /static/... (assets).
+// The caller wraps mux with authentication.
+func Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", servePage("index.html"))
+	mux.HandleFunc("GET /sessions/{id}", servePage("session.html"))
+	mux.HandleFunc("GET /static/{name}", func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[r.PathValue("name")]
+		if !ok || strings.HasSuffix(f.name, ".html") {
+			http.NotFound(w, r)
+			return
+		}
+		serveFile(w, r, f)
+	})
+}
+
+func servePage(name string) http.HandlerFunc {
+	f := files[name]
+	if f == nil {
+		panic("dashboard: no embedded page " + name)
+	}
+	return func(w http.ResponseWriter, r *http.Request) { serveFile(w, r, f) }
+}
+
+func serveFile(w http.ResponseWriter, r *http.Request, f *file) {
+	h := w.Header()
+	securityHeaders(h)
+	h.Set("Content-Type", f.ctype)
+	h.Set("ETag", f.etag)
+	// Revalidate every time: the files change with the binary, and a 304 is
+	// cheap on loopback.
+	h.Set("Cache-Control", "no-cache")
+	http.ServeContent(w, r, f.name, time.Time{}, bytes.NewReader(f.data))
+}
+
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
+// LoginData fills the token form.
+type LoginData struct {
+	Error    string // shown above the form
+	Next     string // where to go after logging in (a local path)
+	Disabled bool   // no token is configured: explain instead of asking
+}
+
+// WriteLogin writes the token form with status. The page carries its own
+// style under a per-response nonce, so it needs no authenticated asset.
+func WriteLogin(w http.ResponseWriter, status int, data LoginData) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	h := w.Header()
+	securityHeaders(h)
+	h.Set("Content-Security-Policy", "default-src 'none'; img-src data:; style-src 'nonce-"+nonce+"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	var buf bytes.Buffer
+	err := loginTmpl.Execute(&buf, struct {
+		LoginData
+		Nonce string
+	}{data, nonce})
+	if err != nil {
+		http.Error(w, "login page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}

@@ -1,0 +1,109 @@
+// Shared helpers of the dashboard pages. Everything that came from an event
+// or a session is put into the page with textContent, never as HTML.
+'use strict';
+
+window.CR = (function () {
+  // el makes an element with an optional class and text.
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+
+  function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
+
+  function fmtTime(iso) {
+    if (!iso) return '–';
+    const d = new Date(iso);
+    if (isNaN(d)) return '–';
+    return d.toLocaleString();
+  }
+
+  function fmtClock(iso) {
+    const d = new Date(iso);
+    if (isNaN(d)) return '';
+    return d.toLocaleTimeString();
+  }
+
+  function fmtDuration(ms) {
+    if (!(ms >= 0)) return '–';
+    const s = Math.round(ms / 1000);
+    if (s < 60) return s + 's';
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + 'm ' + (s % 60) + 's';
+    return Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
+  }
+
+  // sessionDuration is start to end, or to now while running.
+  function sessionDuration(s) {
+    const start = Date.parse(s.started_at || s.created_at);
+    if (isNaN(start)) return '–';
+    let end = Date.parse(s.ended_at || '');
+    if (isNaN(end)) end = s.status === 'running' ? Date.now() : Date.parse(s.updated_at);
+    return fmtDuration(end - start);
+  }
+
+  function fmtInt(n) { return num(n).toLocaleString(); }
+
+  function totalTokens(u) {
+    if (!u) return 0;
+    return num(u.input_tokens) + num(u.output_tokens) + num(u.cache_read_input_tokens) + num(u.cache_creation_input_tokens);
+  }
+
+  function tokensTitle(u) {
+    if (!u) return '';
+    return 'input ' + fmtInt(u.input_tokens) + ', output ' + fmtInt(u.output_tokens) +
+      ', cache read ' + fmtInt(u.cache_read_input_tokens) + ', cache write ' + fmtInt(u.cache_creation_input_tokens);
+  }
+
+  function fmtCost(c) { return '$' + num(c).toFixed(4); }
+
+  function setStatus(node, status) {
+    node.textContent = status || 'unknown';
+    node.className = 'status ' + (status || 'unknown');
+  }
+
+  // copyText uses the async clipboard API and falls back to a hidden
+  // textarea where it is unavailable (non-secure contexts).
+  async function copyText(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch (_) {
+      const ta = el('textarea');
+      ta.value = text;
+      ta.setAttribute('readonly', '');
+      ta.style.position = 'fixed';
+      ta.style.opacity = '0';
+      document.body.appendChild(ta);
+      ta.select();
+      let ok = false;
+      try { ok = document.execCommand('copy'); } catch (_) { ok = false; }
+      ta.remove();
+      return ok;
+    }
+  }
+
+  function setConn(state, text) {
+    const c = document.getElementById('conn');
+    if (!c) return;
+    c.textContent = text;
+    c.className = 'conn ' + state;
+  }
+
+  // checkAuth resolves false (and goes to the login page) when the cookie
+  // no longer works, true otherwise.
+  async function checkAuth() {
+    try {
+      const res = await fetch('/api/sessions?limit=1', { credentials: 'same-origin' });
+      if (res.status === 401) {
+        location.href = '/login?next=' + encodeURIComponent(location.pathname);
+        return false;
+      }
+    } catch (_) { /* server unreachable: keep trying */ }
+    return true;
+  }
+
+  return { checkAuth, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, setStatus, copyText, setConn };
+})();

@@ -1,0 +1,37 @@
+package browser
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The launcher works and records dialogs, exceptions and console errors.
+func TestTabRecords(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte(`<!doctype html><title>t</title><p id="p">hi</p>
+<script>console.error("boom"); alert("one"); setTimeout(() => { throw new Error("late") }, 0);</script>`))
+	}))
+	defer ts.Close()
+	tab := New(t, Options{})
+	if err := chromedp.Do(tab.Ctx, chromedp.Navigate(ts.URL), chromedp.WaitVisible(chromedp.CSS("#p"))); err != nil {
+		t.Fatal(err)
+	}
+	// The exception is thrown from a timer; give it a moment.
+	for deadline := time.Now().Add(10 * time.Second); len(tab.Exceptions()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d := tab.Dialogs(); len(d) != 1 || d[0] != "alert: one" {
+		t.Errorf("dialogs %q", d)
+	}
+	if c := tab.ConsoleErrors(); len(c) != 1 {
+		t.Errorf("console errors %q", c)
+	}
+	if e := tab.Exceptions(); len(e) != 1 {
+		t.Errorf("exceptions %q", e)
+	}
+}

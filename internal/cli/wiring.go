@@ -79,7 +79,7 @@ func (a *App) newHelper(ctx context.Context) (*helper, error) {
 		Executor: exec, Forwarder: fwd, State: extension.NewState(c.DataDir), Version: version.Get().Version,
 		CLIPath: info.path, CLIVersion: info.version, CLIError: info.err,
 		BackendURL: backend.URL, DashboardURL: backend.Dashboard, DefaultCwd: c.Workspace,
-		DrainTimeout: c.Forwarder.DrainTimeout, Logger: a.log,
+		DrainTimeout: c.Forwarder.DrainTimeout, Logger: a.log, Terminal: a.terminalCommand,
 	})
 	srv.Store(s)
 	return &helper{srv: s, fwd: fwd, backend: backend}, nil

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/claude-relay/claude-relay/extension"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/discovery"
+	"github.com/claude-relay/claude-relay/terminal"
+)
+
+type terminalOptions struct {
+	prompt      string
+	promptFile  string
+	session     string
+	interaction string
+	cwd         string
+	model       string
+	resume      string
+	fork        bool
+	cont        bool
+}
+
+func newTerminalCmd(a *App) *cobra.Command {
+	var o terminalOptions
+	cmd := &cobra.Command{
+		Use:   "terminal [flags] (--prompt-file F | PROMPT)",
+		Short: "Run the interactive CLI in this terminal, forwarding hooks and the transcript",
+		Long: "Start the interactive Claude Code CLI attached to this terminal. Hook events and\n" +
+			"transcript lines go to the backend like background events. Exit status is the CLI's.\n" +
+			"--prompt-file is read and removed (the extension writes it privately).",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.prompt = args[0]
+			}
+			return runTerminal(cmd.Context(), a, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this file, then remove it")
+	f.StringVar(&o.session, "session", "", "session ID (default: a new one)")
+	f.StringVar(&o.interaction, "interaction", "", "interaction ID (default: a new one)")
+	f.StringVar(&o.cwd, "cwd", "", "working directory (default: workspace)")
+	f.StringVar(&o.model, "model", "", "model")
+	f.StringVar(&o.resume, "resume", "", "conversation ID to resume")
+	f.BoolVar(&o.fork, "fork", false, "with --resume: fork into a new conversation")
+	f.BoolVar(&o.cont, "continue", false, "continue the most recent conversation")
+	return cmd
+}
+
+func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
+	if o.promptFile != "" {
+		// The file is private and single-use: removed on every path.
+		defer os.Remove(o.promptFile)
+		b, err := os.ReadFile(o.promptFile)
+		if err != nil {
+			return fmt.Errorf("read --prompt-file: %w", err)
+		}
+		o.prompt = string(b)
+	}
+	c := a.loaded.Config
+	home, _ := a.LookupEnv("HOME")
+	path, _ := a.LookupEnv("PATH")
+	found, err := discovery.Find(ctx, discovery.Options{ConfiguredPath: c.Claude.Path, Home: home, PathEnv: path})
+	if err != nil {
+		return err
+	}
+	backend, err := a.backend(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	fwd, err := forwarder.Open(a.forwarderOptions(backend))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
+		defer cancel()
+		if err := fwd.Stop(dctx); err != nil {
+			fmt.Fprintf(a.Stderr, "claude-relay: %v; `claude-relay spool flush` delivers them later\n", err)
+		}
+	}()
+	exe, _ := os.Executable()
+	if o.session == "" {
+		o.session = uuid.NewString()
+	}
+	if o.interaction == "" {
+		o.interaction = uuid.NewString()
+	}
+	if o.cwd == "" {
+		o.cwd = c.Workspace
+	}
+	var env []string
+	if a.Environ != nil {
+		env = a.Environ()
+	}
+	for k, v := range c.Claude.Env {
+		env = append(env, k+"="+v)
+	}
+	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
+		CLIPath: found.Path, Exe: exe, Prompt: o.prompt, Cwd: o.cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
+		Resume: o.resume, Fork: o.fork, Continue: o.cont, Env: env,
+		SessionID: o.session, InteractionID: o.interaction, RunID: uuid.NewString(), Events: fwd, Logger: a.log,
+	})
+	if err != nil {
+		return err
+	}
+	if res.ConversationID != "" {
+		if err := extension.NewState(c.DataDir).Set(o.cwd, res.ConversationID); err != nil {
+			a.log.Warn("cannot remember the last conversation", "err", err)
+		}
+	}
+	if res.ExitCode != 0 {
+		return &ExitError{Code: res.ExitCode}
+	}
+	return nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// newHookPostCmd is the command hook the CLI runs for events it does not
+// send over HTTP: stdin (the hook input) is posted to the callback server.
+// It prints nothing and always exits 0, so it can never change or fail the
+// user's session.
+func newHookPostCmd(a *App) *cobra.Command {
+	return &cobra.Command{
+		Use:    "hook-post URL",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		// No configuration needed, and a broken one must not fail a hook.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body, err := io.ReadAll(io.LimitReader(a.Stdin, terminal.MaxHookBody))
+			if err != nil || !strings.HasPrefix(args[0], "http://127.0.0.1:") {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, args[0], bytes.NewReader(body))
+			if err != nil {
+				return nil
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+			return nil
+		},
+	}
+}
+
+// terminalCommand builds the extension's terminal_command: this binary's
+// `terminal` with the prompt in a private file it removes after reading.
+func (a *App) terminalCommand(cmd extension.Command) ([]string, string, map[string]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("locate claude-relay: %w", err)
+	}
+	dir := filepath.Join(a.loaded.Config.DataDir, "prompts")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", nil, fmt.Errorf("prompt directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "prompt-*.txt") // 0600
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("prompt file: %w", err)
+	}
+	_, werr := f.WriteString(*cmd.Prompt)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return nil, "", nil, errors.Join(errors.New("write the prompt file"), werr)
+	}
+	argv := []string{exe, "terminal", "--session=" + cmd.SessionID, "--interaction=" + cmd.InteractionID, "--prompt-file=" + f.Name()}
+	if cmd.Options.Cwd != "" {
+		argv = append(argv, "--cwd="+cmd.Options.Cwd)
+	}
+	if cmd.Options.Model != "" {
+		argv = append(argv, "--model="+cmd.Options.Model)
+	}
+	if cmd.Options.Resume != "" {
+		argv = append(argv, "--resume="+cmd.Options.Resume)
+		if cmd.Options.Fork {
+			argv = append(argv, "--fork")
+		}
+	}
+	if cmd.Options.Continue {
+		argv = append(argv, "--continue")
+	}
+	env := map[string]string{}
+	if a.configFile != "" {
+		env["CLAUDE_RELAY_CONFIG"] = a.configFile
+	}
+	return argv, cmd.Options.Cwd, env, nil
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package terminal
+
+import "os"
+
+func saveTerminal(*os.File) func() { return func() {} }

@@ -10,7 +10,7 @@ GOBIN_DIR          := $(CACHE_DIR)/bin
 BIN                := bin/claude-relay
 VERSION            ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS            := -X github.com/claude-relay/claude-relay/internal/version.Version=$(VERSION)
-ARGS               ?= doctor
+PROMPT             ?= List the files in this directory and say what the project is, in two lines.
 
 export CLAUDE_RELAY_TEST_CLI ?= $(CLI_DIR)/node_modules/.bin/claude
 export CLAUDE_RELAY_AGENT_SDK ?= $(SDK_DIR)/node_modules/@anthropic-ai/claude-agent-sdk
@@ -20,8 +20,8 @@ export CLAUDE_RELAY_AGENT_SDK ?= $(SDK_DIR)/node_modules/@anthropic-ai/claude-ag
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
-run: build deps ## build and run claude-relay $(ARGS) on the embedded default backend
-	PATH="$(CLI_DIR)/node_modules/.bin:$$PATH" ./$(BIN) $(ARGS)
+run: build deps ## build, then `claude-relay run "$(PROMPT)"` on the embedded default backend
+	PATH="$(CLI_DIR)/node_modules/.bin:$$PATH" ./$(BIN) run "$(PROMPT)"
 
 build: ## build bin/claude-relay
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/claude-relay

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/claude-relay/claude-relay/internal/fsutil"
 )
 
 // State remembers the last conversation ID of each workspace, for
@@ -40,14 +42,7 @@ func (s *State) Set(workspace, id string) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("state directory: %w", err)
 	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write state: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("write state: %w", err)
-	}
-	return nil
+	return fsutil.WriteFileAtomic(s.path, b)
 }
 
 func (s *State) read() map[string]string {

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/claude-relay/claude-relay/internal/fsutil"
 )
 
 // Files in a session's spool directory.
@@ -232,7 +234,7 @@ func (s *sessionSpool) scanForSeqs(n int64) (size int64, clean bool, err error) 
 // needs only the snapshot and the newest segment.
 func (s *sessionSpool) roll(n int64) error {
 	b, _ := json.Marshal(s.seqs)
-	if err := writeFileAtomic(filepath.Join(s.dir, seqFile), b); err != nil {
+	if err := fsutil.WriteFileAtomic(filepath.Join(s.dir, seqFile), b); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(filepath.Join(s.dir, segName(n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -382,31 +384,7 @@ func writeFileIfMissing(path string, b []byte) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	return writeFileAtomic(path, b)
-}
-
-// writeFileAtomic replaces path with b durably: temp file, fsync, rename.
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
+	return fsutil.WriteFileAtomic(path, b)
 }
 
 func syncDir(dir string) {

@@ -46,7 +46,11 @@ func newClient(f *Forwarder) *client {
 	rc := retryablehttp.NewClient()
 	tr := f.opts.Transport
 	if tr == nil {
-		tr = cleanhttp.DefaultPooledTransport()
+		t := cleanhttp.DefaultPooledTransport()
+		// One request in flight per session: keep a connection per busy
+		// session instead of re-dialling past GOMAXPROCS+1 idle ones.
+		t.MaxIdleConnsPerHost = 256
+		tr = t
 	}
 	rc.HTTPClient = &http.Client{Timeout: f.opts.AttemptTimeout, Transport: tr}
 	rc.RetryMax = 1<<31 - 1 // for ever, while running: we never drop an event
@@ -119,6 +123,8 @@ func (f *Forwarder) deliverLoop(s *sessionSpool) {
 	defer rd.close()
 	for {
 		recs, err := rd.read(f.opts.MaxBatch, 4<<20)
+		f.bytes.Add(-rd.dropped)
+		rd.dropped = 0
 		if rd.corrupt > 0 {
 			f.report(Error{Code: "corrupt_spool", SessionID: s.id, Message: rd.lastErr.Error()})
 			rd.corrupt = 0
@@ -379,6 +385,8 @@ type spoolReader struct {
 	fileSeg int64
 	corrupt int
 	lastErr error
+	dropped int64 // corrupt bytes passed, not yet taken off the spool size
+	sr      *segmentReader
 }
 
 func (rd *spoolReader) close() {
@@ -412,10 +420,17 @@ func (rd *spoolReader) read(maxN int, maxBytes int64) ([]record, error) {
 			}
 			rd.file, rd.fileSeg = f, rd.at.seg
 		}
-		sr := newSegmentReader(io.NewSectionReader(rd.file, rd.at.off, limit-rd.at.off), rd.at.off, limit)
+		src := io.NewSectionReader(rd.file, rd.at.off, limit-rd.at.off)
+		if rd.sr == nil {
+			rd.sr = newSegmentReader(src, rd.at.off, limit)
+		} else {
+			rd.sr.reset(src, rd.at.off, limit) // reuse its 64 KiB buffer
+		}
+		sr := rd.sr
 		for len(out) < maxN && total < maxBytes {
 			payload, end, err := sr.next()
 			if errors.Is(err, io.EOF) {
+				rd.dropped += end - rd.at.off // corrupt bytes at the end
 				rd.at.off = end
 				break
 			}
@@ -435,12 +450,19 @@ func (rd *spoolReader) read(maxN int, maxBytes int64) ([]record, error) {
 	return out, nil
 }
 
+// eventIDOf slices the event ID out of an envelope we encoded: the key
+// cannot occur unescaped inside a JSON string, and a uuid needs no escaping.
 func eventIDOf(payload []byte) string {
-	var v struct {
-		EventID string `json:"event_id"`
+	const key = `,"event_id":"`
+	i := bytes.Index(payload, []byte(key))
+	if i < 0 {
+		return ""
 	}
-	_ = json.Unmarshal(payload, &v)
-	return v.EventID
+	rest := payload[i+len(key):]
+	if j := bytes.IndexByte(rest, '"'); j >= 0 && j <= 64 {
+		return string(rest[:j])
+	}
+	return ""
 }
 
 // leveled adapts slog to retryablehttp; it logs at debug and never prints a

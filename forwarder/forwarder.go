@@ -72,6 +72,7 @@ type Forwarder struct {
 	sessions map[string]*sessionSpool
 	extra    []*sessionSpool // sibling spools adopted at start, delivered then closed with the rest
 	stopped  bool
+	opening  sync.Mutex // serialises opening new session spools
 
 	bytes                                     atomic.Int64
 	pending, inFlight, delivered, retried, dl atomic.Int64
@@ -182,18 +183,36 @@ func (f *Forwarder) attach(s *sessionSpool) {
 }
 
 // session returns the open spool of a session, opening it on first use.
+// Opening does a few fsyncs, so it happens outside f.mu: Enqueue for other
+// sessions never waits on a new session's disk work.
 func (f *Forwarder) session(id string) (*sessionSpool, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.stopped {
+		f.mu.Unlock()
 		return nil, ErrStopped
 	}
 	if s := f.sessions[id]; s != nil {
+		f.mu.Unlock()
 		return s, nil
 	}
+	f.mu.Unlock()
+	f.opening.Lock() // one opener at a time keeps two spools of one session from racing
+	defer f.opening.Unlock()
+	f.mu.Lock()
+	if s := f.sessions[id]; s != nil {
+		f.mu.Unlock()
+		return s, nil
+	}
+	f.mu.Unlock()
 	s, err := openSessionAny(filepath.Join(f.opts.Dir, "sessions"), id)
 	if err != nil {
 		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		s.close()
+		return nil, ErrStopped
 	}
 	f.attach(s)
 	return s, nil
@@ -308,7 +327,8 @@ func (f *Forwarder) Stats() Stats {
 	f.mu.Lock()
 	n := len(f.sessions)
 	f.mu.Unlock()
-	st := Stats{Pending: f.pending.Load(), InFlight: f.inFlight.Load(), Delivered: f.delivered.Load(),
+	// Pending goes negative when a restart delivers an older backlog.
+	st := Stats{Pending: max(f.pending.Load(), 0), InFlight: f.inFlight.Load(), Delivered: f.delivered.Load(),
 		Retried: f.retried.Load(), DeadLettered: f.dl.Load(), SpoolBytes: f.bytes.Load(), Sessions: n}
 	if p := f.lastErr.Load(); p != nil {
 		st.LastError = *p

@@ -269,3 +269,32 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func TestTwoProcessesShareASession(t *testing.T) {
+	sk := newSink(t)
+	dir := t.TempDir()
+	a, err := Open(fastOpts(dir, sk.srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(fastOpts(dir, sk.srv.URL)) // stands for a second process: flock is per open file
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := a.Enqueue(event("s", "background", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Enqueue(event("s", "terminal", i)); err != nil {
+			t.Fatalf("the second writer of a session must get a sibling spool: %v", err)
+		}
+	}
+	for _, f := range []*Forwarder{a, b} {
+		if err := f.Stop(ctxTimeout(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(sk.committed()["s"]); got != 10 {
+		t.Errorf("commits %d, want 10", got)
+	}
+}

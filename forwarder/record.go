@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -44,6 +45,12 @@ func newSegmentReader(r io.Reader, off, limit int64) *segmentReader {
 	return &segmentReader{r: bufio.NewReaderSize(r, 64<<10), off: off, limit: limit}
 }
 
+// reset points the reader at another stretch, keeping its buffer.
+func (s *segmentReader) reset(r io.Reader, off, limit int64) {
+	s.r.Reset(r)
+	s.off, s.limit, s.corrupt, s.lastErr = off, limit, 0, nil
+}
+
 // next returns the next valid record's payload and the offset just past it.
 // Corrupt stretches are skipped by searching for the next magic whose CRC
 // checks out; io.EOF means nothing more up to the limit. A truncated record
@@ -68,8 +75,8 @@ func (s *segmentReader) next() ([]byte, int64, error) {
 			continue
 		}
 		if s.off+headerSize+n > s.limit {
-			s.skipCorrupt(s.limit-s.off, "torn tail")
-			return nil, s.off, io.EOF
+			s.resync() // a torn tail, or a corrupt length: scan on for a magic
+			continue
 		}
 		buf := make([]byte, headerSize+n)
 		if _, err := io.ReadFull(s.r, buf); err != nil {
@@ -77,11 +84,12 @@ func (s *segmentReader) next() ([]byte, int64, error) {
 		}
 		payload := buf[headerSize:]
 		if crc32.Checksum(payload, castagnoli) != sum {
-			// A flipped payload byte loses this record only; a flipped length
-			// lands on garbage, which the magic check then resyncs.
-			s.off += headerSize + n
+			// The length may be what is corrupt: rescan from the next byte,
+			// so that a wrong length cannot swallow the records after it.
+			s.r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(buf[1:]), s.r), 64<<10)
+			s.off++
 			s.corrupt++
-			s.lastErr = fmt.Errorf("%w: bad checksum at offset %d", ErrCorrupt, s.off-headerSize-n)
+			s.lastErr = fmt.Errorf("%w: bad checksum at offset %d", ErrCorrupt, s.off-1)
 			continue
 		}
 		s.off += headerSize + n

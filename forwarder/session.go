@@ -85,12 +85,6 @@ func escapeID(id string) string {
 	return b.String()
 }
 
-// openSession opens (creating if needed) and recovers a session spool, taking
-// its lock. It reads the seq snapshot and the current segment only.
-func openSession(root, id string) (*sessionSpool, error) {
-	return openSessionDir(root, escapeID(id), id)
-}
-
 // openSessionAny opens the session's spool, or a sibling spool of the same
 // session when another live process holds the first: a visible-terminal run
 // and an extension helper may write one session at once. seq is counted per
@@ -111,6 +105,8 @@ func openSessionAny(root, id string) (*sessionSpool, error) {
 	return nil, err
 }
 
+// openSessionDir opens (creating if needed) and recovers a session spool,
+// taking its lock. It reads the seq snapshot and the current segment only.
 func openSessionDir(root, name, id string) (*sessionSpool, error) {
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -288,12 +284,19 @@ func (s *sessionSpool) appendLocked(payload []byte) (int64, error) {
 // sync fsyncs the current segment if written since the last sync.
 func (s *sessionSpool) sync() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.dirty || s.cur == nil {
+	f := s.cur
+	if !s.dirty || f == nil {
+		s.mu.Unlock()
 		return nil
 	}
 	s.dirty = false
-	if err := s.cur.Sync(); err != nil {
+	s.mu.Unlock()
+	// fsync without the lock: Enqueue and delivery must not wait for the
+	// disk. roll and close sync the file themselves before closing it.
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		s.mu.Lock()
+		s.dirty = true
+		s.mu.Unlock()
 		return fmt.Errorf("fsync spool: %w", err)
 	}
 	return nil

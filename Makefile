@@ -67,4 +67,4 @@ bench: deps ## run the benchmarks and print a table with same-run baselines
 fuzz: ## run every fuzz target for FUZZTIME (default 60s) each
 	@for pkg in $$(go list ./...); do \
 	  for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-60s} $$pkg || exit 1; done; done
+	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-60s} -fuzzminimizetime 5s $$pkg || exit 1; done; done

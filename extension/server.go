@@ -363,4 +363,7 @@ func (s *Server) emit(ev Event) {
 	if err := s.w.Flush(); err != nil {
 		s.log.Debug("extension stdout closed", "err", err)
 	}
+	if ev.Event == EventShutdown {
+		s.w = nil // the last line: nothing is written after it
+	}
 }

@@ -1,21 +1,61 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
+// envTestMain makes the test binary run as claude-relay itself: the
+// extension tests and benchmarks start it as a subprocess.
+const envTestMain = "CLAUDE_RELAY_TEST_MAIN"
+
 func TestMain(m *testing.M) {
+	fakecli.RunIfHelper() // the benchmarks' fake CLI
+	if os.Getenv(envTestMain) == "1" {
+		os.Exit(Main(os.Args[1:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"claude-relay": func() { os.Exit(Main(os.Args[1:])) },
 	})
 }
 
+// txtarScript is what the scripted Messages API of every script answers
+// (each run gets it from the start: mockapi picks turns by conversation).
+var txtarScript = mockapi.Script{
+	mockapi.ToolTurn("Bash", map[string]any{"command": "echo txtar-ok", "description": "Say txtar-ok"}),
+	mockapi.TextTurn("txtar done"),
+}
+
+// realCLIPresent reports whether the pinned CLI is installed; under CI a
+// missing one is an error, so scripts that need it fail instead of skipping.
+func realCLIPresent() (bool, error) {
+	path, _ := realcli.DefaultPath()
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			return false, fmt.Errorf("realcli: Claude Code CLI %s not found at %s on CI; run `make deps`", realcli.Version, path)
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
 // TestScripts runs the command-line end-to-end tests in testdata/script.
+//
+// Scripts that run the real CLI start with `[!realcli] skip` and then
+// `use-realcli`, which points the CLI at the script's scripted Messages API
+// ($MOCKAPI_URL, answering txtarScript) and claude-relay at the CLI.
 func TestScripts(t *testing.T) {
+	present, presentErr := realCLIPresent()
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
@@ -25,7 +65,67 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 			env.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
 			env.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
-			return os.MkdirAll(filepath.Join(home, ".config", "claude-relay"), 0o700)
+			if err := os.MkdirAll(filepath.Join(home, ".config", "claude-relay"), 0o700); err != nil {
+				return err
+			}
+			if !present {
+				return nil
+			}
+			// Per script: a scripted API and the CLI's onboarding config
+			// in this HOME (testscript's T is a testing.TB under Run).
+			tb := env.T().(testing.TB)
+			cli := realcli.RealCLI(tb)
+			api := mockapi.New(tb, txtarScript)
+			env.Defer(api.Close)
+			if err := copyCLIConfig(cli.ConfigPath(), filepath.Join(home, ".claude.json"), env.WorkDir); err != nil {
+				return err
+			}
+			env.Setenv("MOCKAPI_URL", api.URL())
+			env.Setenv("REALCLI", cli.Path)
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "realcli" {
+				return present, presentErr
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"use-realcli": func(ts *testscript.TestScript, neg bool, _ []string) {
+				if neg || ts.Getenv("REALCLI") == "" {
+					ts.Fatalf("use-realcli: no real CLI here; guard the script with [!realcli] skip")
+				}
+				ts.Setenv("ANTHROPIC_BASE_URL", ts.Getenv("MOCKAPI_URL"))
+				ts.Setenv("ANTHROPIC_API_KEY", realcli.APIKey)
+				ts.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+				ts.Setenv("DISABLE_AUTOUPDATER", "1")
+				ts.Setenv("CLAUDE_RELAY_CLAUDE_PATH", ts.Getenv("REALCLI"))
+			},
 		},
 	})
+}
+
+// copyCLIConfig writes the CLI's .claude.json (onboarding done, the test
+// key approved) to dst, trusting workDir.
+func copyCLIConfig(src, dst, workDir string) error {
+	cfg := map[string]any{}
+	b, err := os.ReadFile(src)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+	}
+	cfg["hasCompletedOnboarding"] = true
+	cfg["projects"] = map[string]any{workDir: map[string]any{"hasTrustDialogAccepted": true}}
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, out, 0o600)
 }

@@ -63,9 +63,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Stdin == nil {
-		o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
+		o.Stdin = os.Stdin
 	}
-	r := &runner{o: o, res: &Result{}, seen: map[string]struct{}{}}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	r := &runner{o: o, res: &Result{}, seen: map[string]struct{}{}, before: transcriptSizes(o)}
 	return r.run(ctx)
 }
 
@@ -81,6 +87,38 @@ type runner struct {
 	convID    string
 	hookCount int
 	rows      int
+	before    map[string]int64 // transcript sizes before a resumed or continued run
+}
+
+// transcriptSizes records, before a resumed or continued run starts, how long
+// the transcripts it may append to already are: their lines were forwarded
+// by the run that wrote them. Transcripts live in
+// $HOME/.claude/projects/<cwd with / as ->/<conversation id>.jsonl.
+func transcriptSizes(o Options) map[string]int64 {
+	if o.Resume == "" && !o.Continue {
+		return nil
+	}
+	home := ""
+	for _, kv := range o.Env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	pattern := filepath.Join(home, ".claude", "projects", "*", "*.jsonl")
+	if o.Resume != "" && !o.Continue {
+		pattern = filepath.Join(home, ".claude", "projects", "*", filepath.Base(o.Resume)+".jsonl")
+	}
+	paths, _ := filepath.Glob(pattern)
+	sizes := map[string]int64{}
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			sizes[filepath.Clean(p)] = fi.Size()
+		}
+	}
+	return sizes
 }
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
@@ -230,7 +268,7 @@ func (r *runner) startTail(path string) {
 	r.mu.Lock()
 	r.tailStop, r.tailDone = cancel, done
 	r.mu.Unlock()
-	t := &Tailer{Path: path, OnLine: r.onTranscript, Logger: r.o.Logger}
+	t := &Tailer{Path: path, OnLine: r.onTranscript, Logger: r.o.Logger, Skip: r.before[filepath.Clean(path)]}
 	go func() {
 		defer close(done)
 		t.Run(ctx) //nolint:errcheck // returns at ctx end

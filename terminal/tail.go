@@ -22,7 +22,11 @@ type Tailer struct {
 	OnLine  func(line []byte) // a complete line without '\n'; the slice is reused
 	MaxLine int               // longer lines are skipped and reported (16 MiB)
 	Poll    time.Duration     // ticker: the fallback when fsnotify fails, and a safety net (1s)
-	Logger  *slog.Logger
+	// Skip is where reading starts in the file as it is now: a resumed
+	// conversation's transcript already holds lines sent by an earlier run.
+	// A file smaller than Skip, or replaced, is read from the start.
+	Skip   int64
+	Logger *slog.Logger
 
 	f        *os.File
 	fi       os.FileInfo
@@ -114,6 +118,10 @@ func (t *Tailer) readAll() {
 			return
 		}
 		t.f, t.fi, t.off, t.partial, t.skipping = f, fi, 0, t.partial[:0], false
+		if t.Skip > 0 && fi.Size() >= t.Skip {
+			t.off = t.Skip
+		}
+		t.Skip = 0 // only the file as it was at the start
 	}
 	if fi.Size() < t.off {
 		// Truncated: start again from the top; a half line is gone with it.

@@ -45,7 +45,7 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	s.log.Info("backend: serving", "addr", ln.Addr().String())
+	s.log.Debug("backend: serving", "addr", ln.Addr().String())
 
 	var serveErr error
 	select {
@@ -69,6 +69,6 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 	if err := s.Shutdown(graceCtx); err != nil {
 		s.log.Warn("backend: streams did not stop in time", "err", err)
 	}
-	s.log.Info("backend: stopped", "addr", ln.Addr().String())
+	s.log.Debug("backend: stopped", "addr", ln.Addr().String())
 	return serveErr
 }

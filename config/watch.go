@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -42,7 +43,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if fw != nil {
 			fw.Close()
 		}
-		w.report(fmt.Errorf("watching %s failed, polling instead: %w", w.Path, err))
+		// No config directory is the common case, not a problem: poll, so a
+		// file created later is still picked up.
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.report(fmt.Errorf("watching %s failed, polling instead: %w", w.Path, err))
+		}
 		return w.poll(ctx)
 	}
 	defer fw.Close()

@@ -90,20 +90,20 @@ func (s *Server) prompt(cmd Command) {
 	r := &run{s: s, id: cmd.RunID, session: cmd.SessionID, inter: cmd.InteractionID, started: time.Now(),
 		cancel: cancel, exitAfter: o.ExitOnComplete, pending: map[string]chan executor.Decision{}}
 	s.runs[r.id] = r
-	first := len(s.runs) == 1
 	s.runsWG.Add(1)
+	// Emitted under s.mu, so state events follow the run count in order.
+	s.emit(Event{Event: EventRunStarted, RequestID: cmd.RequestID, RunID: r.id, SessionID: r.session, InteractionID: r.inter, Cwd: o.Cwd})
+	if len(s.runs) == 1 {
+		s.emit(Event{Event: EventState, State: StateRunning})
+	}
 	s.mu.Unlock()
 
 	req := executor.Request{RunID: r.id, Prompt: *cmd.Prompt, Cwd: o.Cwd, Model: o.Model,
 		PermissionMode: streamjson.PermissionMode(o.PermissionMode), Approvals: o.Approvals, Resume: o.Resume,
 		Fork: o.Fork, Continue: o.Continue, MaxTurns: o.MaxTurns, AppendSystemPrompt: o.SystemPromptAppend,
 		Env: o.Env, AdditionalArgs: o.AdditionalArgs}
-	s.emit(Event{Event: EventRunStarted, RequestID: cmd.RequestID, RunID: r.id, SessionID: r.session, InteractionID: r.inter, Cwd: o.Cwd})
 	r.forward("relay.run_started", "relay", map[string]any{"run_id": r.id, "prompt": req.Prompt, "cwd": o.Cwd,
 		"model": o.Model, "permission_mode": o.PermissionMode, "resume": o.Resume, "fork": o.Fork, "approvals": o.Approvals})
-	if first {
-		s.emit(Event{Event: EventState, State: StateRunning})
-	}
 	go func() {
 		defer s.runsWG.Done()
 		defer cancel()
@@ -150,12 +150,11 @@ func (r *run) finish(req executor.Request, res *executor.Result, err error) {
 	}
 	s.mu.Lock()
 	delete(s.runs, r.id)
-	idle := len(s.runs) == 0
-	s.mu.Unlock()
 	s.emit(ev)
-	if idle {
+	if len(s.runs) == 0 {
 		s.emit(Event{Event: EventState, State: StateIdle})
 	}
+	s.mu.Unlock()
 	if r.exitAfter && res.Status != executor.StatusCancelled {
 		s.emit(Event{Event: EventAutoShutdown, RunID: r.id, Reason: "exit_on_complete"})
 		s.requestShutdown("exit_on_complete")

@@ -2,6 +2,7 @@ package extension
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -222,11 +223,20 @@ func requestIDOf(line []byte) string {
 	if !strings.HasPrefix(rest, `"`) {
 		return ""
 	}
-	end := strings.IndexByte(rest[1:], '"')
-	if end < 0 || end > 200 {
-		return ""
+	// Find the closing quote, skipping escaped ones, and let JSON unquote it.
+	for j := 1; j < len(rest) && j <= 201; j++ { // request IDs over 200 bytes are not echoed
+		switch rest[j] {
+		case '\\':
+			j++
+		case '"':
+			var id string
+			if json.Unmarshal([]byte(rest[:j+1]), &id) == nil {
+				return id
+			}
+			return ""
+		}
 	}
-	return rest[1 : 1+end]
+	return ""
 }
 
 func (s *Server) status(cmd Command) {
@@ -345,11 +355,15 @@ func (s *Server) emitError(requestID, code, msg string) {
 	s.emit(Event{Event: EventError, RequestID: requestID, Code: code, Message: msg})
 }
 
-// emit writes one event line; the single writer keeps lines whole.
+// emit writes one event line; the single writer keeps lines whole. HTML
+// escaping is off so that a stream payload (the CLI's compact line) goes out
+// byte for byte, "<" and all.
 func (s *Server) emit(ev Event) {
 	ev.Timestamp = time.Now().UTC()
-	b, err := json.Marshal(ev)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil { // Encode ends the line
 		s.log.Error("cannot encode event", "event", ev.Event, "err", err)
 		return
 	}
@@ -358,8 +372,7 @@ func (s *Server) emit(ev Event) {
 	if s.w == nil {
 		return
 	}
-	s.w.Write(b)
-	s.w.WriteByte('\n')
+	s.w.Write(buf.Bytes())
 	if err := s.w.Flush(); err != nil {
 		s.log.Debug("extension stdout closed", "err", err)
 	}

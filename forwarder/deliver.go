@@ -55,7 +55,13 @@ func newClient(f *Forwarder) *client {
 	rc.HTTPClient = &http.Client{Timeout: f.opts.AttemptTimeout, Transport: tr}
 	rc.RetryMax = 1<<31 - 1 // for ever, while running: we never drop an event
 	rc.RetryWaitMin, rc.RetryWaitMax = f.opts.MinBackoff, f.opts.MaxBackoff
-	rc.CheckRetry = checkRetry
+	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		retry, cerr := checkRetry(ctx, resp, err)
+		if retry {
+			f.noteTransient(ctx, resp, err)
+		}
+		return retry, cerr
+	}
 	rc.Backoff = f.opts.Backoff
 	rc.Logger = leveled{f.log}
 	rc.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, attempt int) {
@@ -91,6 +97,40 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		return true, nil
 	}
 	return false, nil
+}
+
+// sessionKey carries the session spool in a request's context, so a retry
+// can be told to its session's last error.
+type sessionKey struct{}
+
+// noteTransient keeps a retried failure as the last error (for `spool
+// status` and `status`), writing the session's file only when it changes.
+func (f *Forwarder) noteTransient(ctx context.Context, resp *http.Response, err error) {
+	msg := "backend unreachable"
+	switch {
+	case err != nil:
+		msg += ": " + cleanErr(err)
+	case resp != nil:
+		msg = fmt.Sprintf("backend answered HTTP %d; retrying", resp.StatusCode)
+	}
+	f.setLastError(msg)
+	s, _ := ctx.Value(sessionKey{}).(*sessionSpool)
+	if s == nil {
+		return
+	}
+	if prev := s.lastNote.Swap(&msg); prev == nil || *prev != msg {
+		noteError(s.dir, "delivery: "+msg)
+		s.erred.Store(true)
+	}
+}
+
+// cleanErr renders a transport error without the URL's query.
+func cleanErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + " " + clean([]any{"u", ue.URL})[1].(string) + ": " + ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // jitterBackoff is full jitter over a capped exponential, unless the server
@@ -197,7 +237,7 @@ func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
 func (f *Forwarder) sendOne(s *sessionSpool, r record) bool {
 	u := f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events"
 	for {
-		status, body, err := f.post(u, r.payload, r.eventID)
+		status, body, err := f.post(s, u, r.payload, r.eventID)
 		switch {
 		case err != nil:
 			return false // only when stopped: transport errors are retried inside
@@ -235,7 +275,7 @@ func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, bool) {
 	}
 	body.WriteString("]}")
 	for {
-		status, resp, err := f.post(u, body.Bytes(), "")
+		status, resp, err := f.post(s, u, body.Bytes(), "")
 		switch {
 		case err != nil:
 			return 0, false
@@ -275,8 +315,8 @@ func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, bool) {
 
 // post sends one request with retries; it returns an error only when the
 // forwarder is stopping.
-func (f *Forwarder) post(u string, body []byte, eventID string) (int, []byte, error) {
-	req, err := retryablehttp.NewRequestWithContext(f.ctx, http.MethodPost, u, body)
+func (f *Forwarder) post(s *sessionSpool, u string, body []byte, eventID string) (int, []byte, error) {
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(f.ctx, sessionKey{}, s), http.MethodPost, u, body)
 	if err != nil {
 		return 0, nil, fmt.Errorf("build request: %w", err)
 	}
@@ -324,6 +364,7 @@ func (f *Forwarder) acked(s *sessionSpool, r record, n int64) {
 	f.delivered.Add(n)
 	if s.erred.CompareAndSwap(true, false) {
 		os.Remove(filepath.Join(s.dir, lastErrorFile)) // delivering again: the error is history
+		s.lastNote.Store(nil)
 	}
 }
 

@@ -59,9 +59,10 @@ type sessionSpool struct {
 	ack     pos
 	ackFile *os.File
 
-	erred      atomic.Bool // a last_error file was written; cleared on the next delivery
-	bytes      int64       // unacknowledged bytes
-	corrupt    int         // corrupt stretches seen
+	erred      atomic.Bool            // a last_error file was written; cleared on the next delivery
+	lastNote   atomic.Pointer[string] // the last transient error written
+	bytes      int64                  // unacknowledged bytes
+	corrupt    int                    // corrupt stretches seen
 	lastCorrup error
 	wake       chan struct{} // poked on append
 }
@@ -134,6 +135,9 @@ func openSessionDir(root, name, id string) (*sessionSpool, error) {
 func (s *sessionSpool) recover() error {
 	if err := writeFileIfMissing(filepath.Join(s.dir, idFile), []byte(s.id)); err != nil {
 		return err
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, lastErrorFile)); err == nil {
+		s.erred.Store(true) // an earlier process's error: cleared by our first delivery
 	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -65,6 +66,9 @@ func TestScripts(t *testing.T) {
 			env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 			env.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
 			env.Setenv("XDG_STATE_HOME", filepath.Join(home, ".local", "state"))
+			// A -race claude-relay sleeps 1s at every exit otherwise; races
+			// are still reported.
+			env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 			if err := os.MkdirAll(filepath.Join(home, ".config", "claude-relay"), 0o700); err != nil {
 				return err
 			}

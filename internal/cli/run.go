@@ -41,7 +41,12 @@ func newRunCmd(a *App) *cobra.Command {
 		Long: "Run Claude Code in the background on PROMPT and forward every event to the backend.\n" +
 			"Shows live progress on a terminal, plain lines otherwise; --json prints the protocol events.\n" +
 			"Exit status is the run's exit code (130 when cancelled with Ctrl-C).",
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
+				return fmt.Errorf("%w: %w (give the prompt, or - to read it from stdin)", errUsage, err)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.prompt = args[0]
 			return runRun(cmd.Context(), a, o)
@@ -92,11 +97,11 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	// The pipes are synchronous: the view must be reading before anything
 	// is sent, or the server's ready event blocks the whole exchange.
 	v := newView(a, o, h.backend.Dashboard, o.session, cmds)
-	v.embedded, v.serveAddr = h.backend.Embedded, a.loaded.Config.Serve.Addr
+	v.embedded, v.serveAddr, v.runID = h.backend.Embedded, a.loaded.Config.Serve.Addr, runID
 	done := make(chan int, 1)
 	go func() { done <- v.consume(evR) }()
 	prompt := o.prompt
-	cmds.send(extension.Command{Action: extension.ActionPrompt, RunID: runID, SessionID: o.session, InteractionID: o.interaction,
+	cmds.send(extension.Command{Action: extension.ActionPrompt, RequestID: runID, RunID: runID, SessionID: o.session, InteractionID: o.interaction,
 		Prompt: &prompt, Options: extension.PromptOptions{Cwd: o.cwd, Model: o.model, PermissionMode: o.permissionMode,
 			Approvals: o.approvals, Resume: o.resume, Fork: o.fork, Continue: o.cont, MaxTurns: o.maxTurns,
 			SystemPromptAppend: o.appendSystemPrompt, ExitOnComplete: true}})

@@ -23,6 +23,7 @@ type view struct {
 	embedded  bool   // the backend ends with this run
 	serveAddr string // where `claude-relay serve` will listen
 	session   string
+	runID     string
 	cmds      *commandWriter
 	tty       bool
 
@@ -70,7 +71,19 @@ func (v *view) consume(r io.Reader) int {
 				v.final(ev)
 			}
 		case extension.EventShutdown:
+			if ev.Message != "" {
+				// Events the drain deadline left behind: say so (CONTRACT §3).
+				fmt.Fprintln(v.a.Stderr, "claude-relay:", ev.Message+"; `claude-relay spool flush` delivers them")
+			}
 			return code
+		case extension.EventError:
+			if ev.RequestID != "" && ev.RunID == "" && ev.RequestID == v.runID {
+				// The prompt itself was refused: no run, so no run event comes.
+				fmt.Fprintln(v.a.Stderr, "claude-relay:", ev.Message)
+				v.cmds.send(extension.Command{Action: extension.ActionShutdown})
+				code = exitUsage
+				continue
+			}
 		case extension.EventApprovalRequested:
 			v.approve(ev)
 		}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
 // hookRecorder is an OnHook that records what it got.
@@ -35,23 +37,7 @@ func (h *hookRecorder) got() ([]string, [][]byte) {
 	return append([]string(nil), h.events...), append([][]byte(nil), h.bodies...)
 }
 
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 func startCallback(t *testing.T) (*CallbackServer, *hookRecorder, *syncBuffer) {
 	t.Helper()

@@ -92,6 +92,31 @@ func (s *Server) streamContext(r *http.Request) (context.Context, context.Cancel
 	return ctx, func() { stop(); cancel() }
 }
 
+// openStream subscribes to one session's notifications ("" for all),
+// starts the SSE response and counts the client. sw is nil when the stream
+// could not start (the response is then written); done releases it all.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, session, label string) (*subscriber, context.Context, *sseWriter, func()) {
+	sub := s.hub.subscribe(session)
+	if sub == nil {
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return nil, nil, nil, nil
+	}
+	ctx, cancel := s.streamContext(r)
+	gauge := s.metrics.sseClients.WithLabelValues(label)
+	gauge.Inc()
+	done := func() {
+		gauge.Dec()
+		cancel()
+		s.hub.unsubscribe(sub)
+	}
+	sw, err := startSSE(w)
+	if err != nil {
+		done()
+		return nil, nil, nil, nil
+	}
+	return sub, ctx, sw, done
+}
+
 // handleSessionStream is GET /api/sessions/{id}/stream: every event after
 // the cursor in Last-Event-ID (a reconnecting EventSource sends it) or
 // ?after=, then each new event as it is stored. Frames: "id: <cursor>",
@@ -104,24 +129,14 @@ func (s *Server) handleSessionStream(w http.ResponseWriter, r *http.Request) {
 	}
 	// Subscribe before the first read: an event stored in between then
 	// wakes us, and the read after the wake-up finds it.
-	sub := s.hub.subscribe(id)
-	if sub == nil {
-		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+	sub, ctx, sw, done := s.openStream(w, r, id, streamSession)
+	if sw == nil {
 		return
 	}
-	defer s.hub.unsubscribe(sub)
-	ctx, cancel := s.streamContext(r)
-	defer cancel()
-	gauge := s.metrics.sseClients.WithLabelValues(streamSession)
-	gauge.Inc()
-	defer gauge.Dec()
-
-	sw, err := startSSE(w)
-	if err != nil {
-		return
-	}
+	defer done()
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
+	var err error
 	for {
 		after, err = s.sendEvents(ctx, sw, id, after)
 		if err != nil {
@@ -202,22 +217,11 @@ func resumeCursor(w http.ResponseWriter, r *http.Request) (int64, bool) {
 // Updates are coalesced per client to at most one round per
 // sseFlushInterval, so a busy session cannot flood the list.
 func (s *Server) handleSessionsStream(w http.ResponseWriter, r *http.Request) {
-	sub := s.hub.subscribe("")
-	if sub == nil {
-		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+	sub, ctx, sw, done := s.openStream(w, r, "", streamSessions)
+	if sw == nil {
 		return
 	}
-	defer s.hub.unsubscribe(sub)
-	ctx, cancel := s.streamContext(r)
-	defer cancel()
-	gauge := s.metrics.sseClients.WithLabelValues(streamSessions)
-	gauge.Inc()
-	defer gauge.Dec()
-
-	sw, err := startSSE(w)
-	if err != nil {
-		return
-	}
+	defer done()
 	if err := s.sendSnapshot(ctx, sw); err != nil {
 		return
 	}
@@ -236,6 +240,7 @@ func (s *Server) handleSessionsStream(w http.ResponseWriter, r *http.Request) {
 		case <-sub.wake:
 		}
 		ids, resync := sub.take()
+		var err error
 		if resync {
 			err = s.sendSnapshot(ctx, sw)
 		} else {

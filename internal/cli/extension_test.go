@@ -26,6 +26,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
+	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
 // These tests drive `claude-relay extension` as a subprocess (this test
@@ -53,22 +54,7 @@ type extProc struct {
 	changed  chan struct{}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // helperEnv is the helper's whole environment: the CLI's isolated one (its
 // HOME is the helper's too, so the data dir, spool and state live there),

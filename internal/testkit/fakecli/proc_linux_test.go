@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
 // patience bounds every wait so a broken fake fails the test instead of
@@ -204,23 +205,7 @@ func (m msg) str(path ...any) string { s, _ := m.get(path...).(string); return s
 
 func (m msg) num(path ...any) float64 { n, _ := m.get(path...).(float64); return n }
 
-// syncBuffer is a bytes.Buffer exec can write while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // readPids returns the pids in a pid file, or nil if there is none yet.
 func readPids(path string) []int {

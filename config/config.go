@@ -107,9 +107,20 @@ func (c *Config) Secrets() []string {
 			out = append(out, t.Reveal())
 		}
 	}
-	if u, err := url.Parse(c.Serve.DB); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			out = append(out, pw)
+	if u, err := url.Parse(c.Serve.DB); err == nil {
+		if u.User != nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				out = append(out, pw)
+			}
+		}
+		for key, vals := range u.Query() {
+			if secretParam(key) {
+				for _, v := range vals {
+					if v != "" {
+						out = append(out, v)
+					}
+				}
+			}
 		}
 	}
 	for k, v := range c.Claude.Env {

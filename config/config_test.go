@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,24 @@ func TestURLPasswordsHidden(t *testing.T) {
 	}
 	if l.Config.Serve.DB != env["CLAUDE_RELAY_SERVE_DB"] {
 		t.Errorf("the real value must stay usable")
+	}
+}
+
+func TestReviewLeaksClosed(t *testing.T) {
+	env := map[string]string{"HOME": t.TempDir(), "CLAUDE_RELAY_CLAUDE_ENV": "ANTHROPIC_API_KEY=sk-ant-SECRET123,BROKEN"}
+	_, err := Load(LoadOptions{LookupEnv: envOf(env)})
+	if err == nil || strings.Contains(err.Error(), "sk-ant-SECRET123") || !strings.Contains(err.Error(), "claude.env") {
+		t.Errorf("claude.env error: %v", err)
+	}
+	env = map[string]string{"HOME": t.TempDir(), "CLAUDE_RELAY_SERVE_DB": "postgres://h/db?password=hunter2&sslmode=disable"}
+	l, err := Load(LoadOptions{LookupEnv: envOf(env)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := l.Value("serve.db"); strings.Contains(v, "hunter2") || !strings.Contains(v, "sslmode=disable") {
+		t.Errorf("serve.db shown as %q", v)
+	}
+	if !slices.Contains(l.Config.Secrets(), "hunter2") {
+		t.Error("a query password must be redacted from logs too")
 	}
 }

@@ -141,8 +141,11 @@ func Load(opts LoadOptions) (*Loaded, error) {
 		l.values[k.name] = raw
 		if err := k.apply(l.Config, raw); err != nil {
 			val := display(raw)
-			if k.secret {
+			switch {
+			case k.secret:
 				val = redacted
+			case k.name == "claude.env":
+				val = redactEnvText(val)
 			}
 			return nil, &ValidationError{Key: k.name, Value: val, Source: origins[k.name], Allowed: err.Error()}
 		}
@@ -286,7 +289,7 @@ func display(v any) string {
 func RedactURL(s string) string { return redactURL(s) }
 
 func redactURL(s string) string {
-	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
+	if !strings.Contains(s, "://") || (!strings.Contains(s, "@") && !strings.Contains(s, "?")) {
 		return s
 	}
 	u, err := url.Parse(s)
@@ -296,7 +299,35 @@ func redactURL(s string) string {
 		_, host, _ := strings.Cut(rest, "@")
 		return scheme + "://" + redacted + "@" + host
 	}
+	q := u.Query()
+	for key := range q {
+		if secretParam(key) {
+			q.Set(key, redacted)
+		}
+	}
+	if len(q) > 0 {
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
+}
+
+// secretParam reports whether a URL query parameter carries a credential
+// (PostgreSQL accepts password=... in the query).
+func secretParam(key string) bool {
+	k := strings.ToLower(key)
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.Contains(k, "token") || k == "key"
+}
+
+// redactEnvText hides the values of credential-looking NAME=value pairs in
+// text that did not parse as claude.env.
+func redactEnvText(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if name, _, ok := strings.Cut(p, "="); ok && SecretEnvName(name) {
+			parts[i] = name + "=" + redacted
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // displayEnv shows claude.env with credential-looking values hidden.

@@ -64,3 +64,13 @@ func (e *Executor) CleanupOrphans(ctx context.Context) (proc.CleanupReport, erro
 	}
 	return e.opts.Registry.Cleanup(ctx, e.opts.SignalGap)
 }
+
+// KillLive kills, at once and without grace, every run this process has
+// live: for a forced exit (a second Ctrl-C), which leaves no time for the
+// interrupt-then-signals stop but must still leave no process behind.
+func (e *Executor) KillLive() int {
+	if e.opts.Registry == nil {
+		return 0
+	}
+	return e.opts.Registry.KillOwn()
+}

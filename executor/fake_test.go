@@ -395,3 +395,24 @@ func TestConcurrentRunsAreIndependent(t *testing.T) {
 		t.Errorf("cancelled run: %+v %v", o.res, o.err)
 	}
 }
+
+func TestKillLiveLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	pids := filepath.Join(dir, "pids")
+	path, env := fakecli.Command(fakecli.ModeGrandchild, fakecli.WithPidFile(pids))
+	e := New(Options{CLIPath: path, BaseEnv: append(os.Environ(), env...), Registry: &proc.Registry{Dir: filepath.Join(dir, "runs")},
+		InterruptGrace: time.Minute, SignalGap: 100 * time.Millisecond})
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := e.Run(context.Background(), Request{Prompt: "run until killed"}, nil, nil)
+		done <- res
+	}()
+	waitPids(t, pids, 3)
+	if n := e.KillLive(); n != 1 {
+		t.Errorf("KillLive found %d runs, want 1", n)
+	}
+	assertGone(t, pids)
+	if res := <-done; res.Status != StatusFailed {
+		t.Errorf("a killed run fails: %+v", res)
+	}
+}

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,5 +299,59 @@ func TestTwoProcessesShareASession(t *testing.T) {
 	}
 	if got := len(sk.committed()["s"]); got != 10 {
 		t.Errorf("commits %d, want 10", got)
+	}
+}
+
+func TestRequeueDeadLetters(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	var mu sync.Mutex
+	stored := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/batch") {
+			http.NotFound(w, r)
+			return
+		}
+		if refuse.Load() {
+			http.Error(w, `{"error":"schema"}`, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		stored[r.Header.Get("Idempotency-Key")]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	f, err := Open(fastOpts(dir, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 3 {
+		acc, err := f.Enqueue(event("s", "i", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, acc.EventID)
+	}
+	waitFor(t, 5*time.Second, func() bool { return f.Stats().DeadLettered == 3 })
+	refuse.Store(false)
+	n, err := f.RequeueDeadLetters()
+	if err != nil || n != 3 {
+		t.Fatalf("requeued %d: %v", n, err)
+	}
+	if err := f.Stop(ctxTimeout(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if stored[id] != 1 {
+			t.Errorf("event %s stored %d times, want once with its original ID", id, stored[id])
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, "dead")); len(left) != 0 {
+		t.Errorf("dead-letter files left: %v", left)
 	}
 }

@@ -160,7 +160,16 @@ func (f *Forwarder) RequeueDeadLetters() (int, error) {
 }
 
 func (f *Forwarder) requeueFile(path string) (int, error) {
-	fh, err := os.Open(path)
+	if strings.Contains(filepath.Base(path), ".requeue-") {
+		return 0, nil // another process is re-queueing this one
+	}
+	// Take the file away first: dead letters written meanwhile start a new
+	// file instead of being read twice or deleted unread.
+	taken := fmt.Sprintf("%s.requeue-%d", path, os.Getpid())
+	if err := os.Rename(path, taken); err != nil {
+		return 0, fmt.Errorf("take dead letters: %w", err)
+	}
+	fh, err := os.Open(taken)
 	if err != nil {
 		return 0, fmt.Errorf("open dead letters: %w", err)
 	}
@@ -193,7 +202,8 @@ func (f *Forwarder) requeueFile(path string) (int, error) {
 	if err := sc.Err(); err != nil {
 		return n, fmt.Errorf("read dead letters: %w", err)
 	}
-	return n, os.Remove(path)
+	f.syncAll() // the re-queued events are durable before their only other copy goes
+	return n, os.Remove(taken)
 }
 
 // noteError keeps a session's last error for `spool status`.

@@ -144,7 +144,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.emit("relay.run_started", "relay", map[string]any{"run_id": r.o.RunID, "mode": "terminal", "cwd": r.o.Cwd,
 		"resume": r.o.Resume, "fork": r.o.Fork, "prompt": r.o.Prompt})
 
+	started := time.Now()
 	code, runErr := r.execCLI(ctx, settingsPath)
+	elapsed := time.Since(started).Milliseconds()
 	// SessionEnd may still be in flight: give hooks a moment, then stop.
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	cb.Close(sctx)
@@ -156,7 +158,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.res.ExitCode, r.res.ConversationID, r.res.Hooks, r.res.TranscriptRows = code, r.convID, r.hookCount, r.rows
 	r.mu.Unlock()
 	data := map[string]any{"run_id": r.o.RunID, "mode": "terminal", "exit_code": code, "conversation_id": r.res.ConversationID,
-		"result": map[string]any{"stdout": "", "stderr": "", "exitCode": code, "duration_ms": 0}}
+		"result": map[string]any{"stdout": "", "stderr": "", "exitCode": code, "duration_ms": elapsed}}
 	typ := "relay.run_completed"
 	if runErr != nil {
 		typ = "relay.run_failed"

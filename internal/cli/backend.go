@@ -16,6 +16,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
@@ -44,6 +45,11 @@ const (
 	serveInfoFile  = "serve.json"  // where a running serve listens
 )
 
+// maxEventBytes is the backend's limit for one event: as large as the
+// longest CLI line the helper accepts, so the project's own backend never
+// refuses (and dead-letters) an event the helper took.
+const maxEventBytes = ndjson.DefaultMax
+
 // serveInfo advertises a running `serve` for its data dir.
 type serveInfo struct {
 	URL     string    `json:"url"`
@@ -69,39 +75,44 @@ func (a *App) backend(ctx context.Context) (*backendConn, error) {
 	return a.startEmbedded(ctx, tok)
 }
 
-// serveToken returns the configured serve token, or the data dir's
+// serveToken returns the configured backend token, or the data dir's
 // generated one (created on first use, 0600).
 func (a *App) serveToken() (config.Secret, error) {
 	if t := a.loaded.Config.Backend.Token; t != "" {
 		return t, nil
 	}
-	path := filepath.Join(a.loaded.Config.DataDir, serveTokenFile)
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return config.Secret(strings.TrimSpace(string(b))), nil
+	return dataDirToken(filepath.Join(a.loaded.Config.DataDir, serveTokenFile))
+}
+
+// dataDirToken reads the generated token, creating it if it is missing or
+// empty. The file appears whole (written aside, then linked into place), so
+// a helper starting at the same moment never reads half a token.
+func dataDirToken(path string) (config.Secret, error) {
+	for range 20 {
+		if b, err := os.ReadFile(path); err == nil {
+			if tok := strings.TrimSpace(string(b)); tok != "" {
+				return config.Secret(tok), nil
+			}
+			os.Remove(path) // an empty file (a crash mid-write before this scheme): start over
+		}
+		raw := make([]byte, 24)
+		if _, err := rand.Read(raw); err != nil {
+			return "", fmt.Errorf("generate a backend token: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return "", fmt.Errorf("data dir: %w", err)
+		}
+		tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+		if err := os.WriteFile(tmp, []byte(hex.EncodeToString(raw)+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("write %s: %w", path, err)
+		}
+		err := os.Link(tmp, path) // fails if another helper won: then read theirs
+		os.Remove(tmp)
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("write %s: %w", path, err)
+		}
 	}
-	raw := make([]byte, 24)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("generate a backend token: %w", err)
-	}
-	tok := hex.EncodeToString(raw)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("data dir: %w", err)
-	}
-	// O_EXCL: when two helpers start at once, one token wins and both read it.
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		time.Sleep(50 * time.Millisecond)
-		b, rerr := os.ReadFile(path)
-		return config.Secret(strings.TrimSpace(string(b))), rerr
-	}
-	if err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return config.Secret(tok), nil
+	return "", fmt.Errorf("cannot create a usable token in %s", path)
 }
 
 // runningServe finds a live `serve` advertised for this data dir.
@@ -148,7 +159,7 @@ func (a *App) startEmbedded(ctx context.Context, tok config.Secret) (*backendCon
 		st.Close()
 		return nil, fmt.Errorf("embedded backend: %w", err)
 	}
-	srv := backend.New(backend.Options{Store: st, Logger: a.log,
+	srv := backend.New(backend.Options{Store: st, Logger: a.log, MaxBody: maxEventBytes,
 		Tokens: func() []config.Secret { return append(a.live.ServeTokens(), tok) }})
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

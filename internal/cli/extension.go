@@ -37,6 +37,7 @@ func runExtension(ctx context.Context, a *App) error {
 	}
 	err = h.srv.Serve(a.Stdin, a.Stdout, signals)
 	if errors.Is(err, extension.ErrForced) {
+		h.exec.KillLive() // no time for a graceful stop, but no leftovers either
 		return &ExitError{Code: 130}
 	}
 	return err

@@ -127,6 +127,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	select {
 	case code = <-done:
 	case <-forced:
+		h.exec.KillLive() // no time for a graceful stop, but no leftovers either
 		return &ExitError{Code: 130}
 	}
 	cmds.close()

@@ -58,13 +58,10 @@ func runServe(ctx context.Context, a *App, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another serve running? use --addr)", o.addr, err)
 	}
-	srv := backend.New(backend.Options{Store: st, Logger: a.log,
-		Tokens: func() []config.Secret {
-			if t := a.live.ServeTokens(); len(t) > 0 {
-				return t
-			}
-			return []config.Secret{tok}
-		}})
+	// The data dir's token is always accepted too: `run` and `extension` of
+	// this data dir send it when they find this serve (the file is 0600).
+	srv := backend.New(backend.Options{Store: st, Logger: a.log, MaxBody: maxEventBytes,
+		Tokens: func() []config.Secret { return append(a.live.ServeTokens(), tok) }})
 	url := "http://" + ln.Addr().String()
 	info := filepath.Join(c.DataDir, serveInfoFile)
 	if isLoopback(ln.Addr()) {

@@ -15,9 +15,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/discovery"
+	"github.com/claude-relay/claude-relay/internal/fsutil"
 	"github.com/claude-relay/claude-relay/terminal"
 )
 
@@ -209,9 +211,43 @@ func (a *App) terminalCommand(cmd extension.Command) ([]string, string, map[stri
 	if cmd.Options.Continue {
 		argv = append(argv, "--continue")
 	}
-	env := map[string]string{}
-	if a.configFile != "" {
-		env["CLAUDE_RELAY_CONFIG"] = a.configFile
+	env, extra, err := a.inheritedConfig()
+	if err != nil {
+		return nil, "", nil, err
 	}
+	argv = append(argv[:2], append(extra, argv[2:]...)...)
 	return argv, cmd.Options.Cwd, env, nil
+}
+
+// inheritedConfig is how a visible-terminal run gets the helper's own
+// configuration: global flags become flags, environment settings become
+// environment, and a token from the environment travels as a private file
+// rather than in the terminal's environment.
+func (a *App) inheritedConfig() (map[string]string, []string, error) {
+	env := map[string]string{}
+	var flags []string
+	if a.configFile != "" {
+		flags = append(flags, "--config="+a.configFile)
+	}
+	for _, k := range config.Keys() {
+		org := a.loaded.Origins[k]
+		switch {
+		case org.Source == config.FromFlag:
+			flags = append(flags, org.Detail+"="+a.loaded.Value(k))
+		case org.Source == config.FromEnv && k == "backend.token":
+			path := filepath.Join(a.loaded.Config.DataDir, "terminal.token")
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return nil, nil, fmt.Errorf("data dir: %w", err)
+			}
+			if err := fsutil.WriteFileAtomic(path, []byte(a.live.Token().Reveal())); err != nil {
+				return nil, nil, err
+			}
+			env["CLAUDE_RELAY_BACKEND_TOKEN_FILE"] = path
+		case org.Source == config.FromEnv:
+			if v, ok := a.LookupEnv(org.Detail); ok {
+				env[org.Detail] = v
+			}
+		}
+	}
+	return env, flags, nil
 }

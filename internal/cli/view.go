@@ -166,20 +166,26 @@ func (v *view) final(ev extension.Event) {
 // non-interactive run cannot be asked).
 func (v *view) approve(ev extension.Event) {
 	title, _ := tooltitle.Of(ev.ToolName, ev.Input)
-	allow := false
-	if v.tty || isTerminal(v.a.Stdin) {
-		v.mu.Lock()
-		v.spinning = false
-		v.mu.Unlock()
-		v.clear()
-		allow = askTTY(fmt.Sprintf("Allow %s (%s)? [y/N] ", ev.ToolName, title))
+	answer := func(allow bool) {
+		d := "deny"
+		if allow {
+			d = "allow"
+		}
+		v.cmds.send(extension.Command{Action: extension.ActionApprove, RunID: ev.RunID, ApprovalID: ev.ApprovalID, Decision: d,
+			Reason: "denied at the claude-relay run prompt"})
 	}
-	d := "deny"
-	if allow {
-		d = "allow"
+	if !v.tty && !isTerminal(v.a.Stdin) {
+		answer(false) // nobody to ask
+		return
 	}
-	v.cmds.send(extension.Command{Action: extension.ActionApprove, RunID: ev.RunID, ApprovalID: ev.ApprovalID, Decision: d,
-		Reason: "denied at the claude-relay run prompt"})
+	v.mu.Lock()
+	v.spinning = false
+	v.mu.Unlock()
+	v.clear()
+	// Ask on a goroutine: events (a cancel, the approval's own timeout) must
+	// keep flowing while the question waits. Its answer to a gone approval
+	// is an unknown_approval error, which is harmless.
+	go answer(askTTY(fmt.Sprintf("Allow %s (%s)? [y/N] ", ev.ToolName, title)))
 }
 
 func (v *view) setStatus(s string) {

@@ -50,6 +50,7 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 
 // helper is an extension server with its forwarder and backend.
 type helper struct {
+	exec    *executor.Executor
 	srv     *extension.Server
 	fwd     *forwarder.Forwarder
 	backend *backendConn
@@ -82,5 +83,5 @@ func (a *App) newHelper(ctx context.Context) (*helper, error) {
 		DrainTimeout: c.Forwarder.DrainTimeout, Logger: a.log, Terminal: a.terminalCommand,
 	})
 	srv.Store(s)
-	return &helper{srv: s, fwd: fwd, backend: backend}, nil
+	return &helper{exec: exec, srv: s, fwd: fwd, backend: backend}, nil
 }

@@ -305,3 +305,30 @@ func fileName(runID string) (string, error) {
 	}
 	return b.String() + recordExt, nil
 }
+
+// KillOwn sends SIGKILL, once, to the whole tree of every run this process
+// recorded: the last resort of a forced exit, which cannot wait for the
+// graceful stop. It returns how many runs it found.
+func (r Registry) KillOwn() int {
+	entries, err := os.ReadDir(r.Dir)
+	if err != nil {
+		return 0
+	}
+	self, err := Lookup(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), recordExt) || strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
+		}
+		rec, err := readRecord(filepath.Join(r.Dir, e.Name()))
+		if err != nil || rec.Helper != self {
+			continue
+		}
+		KillNow(staleTree(rec))
+		n++
+	}
+	return n
+}

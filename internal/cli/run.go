@@ -13,21 +13,38 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/claude-relay/claude-relay/extension"
 )
 
+// sessionFlags are the session, directory, model and resume flags that
+// run and terminal share (CONTRACT §2).
+type sessionFlags struct {
+	session     string
+	interaction string
+	cwd         string
+	model       string
+	resume      string
+	fork        bool
+	cont        bool
+}
+
+func (s *sessionFlags) bind(f *pflag.FlagSet) {
+	f.StringVar(&s.session, "session", "", "session ID (default: a new one)")
+	f.StringVar(&s.interaction, "interaction", "", "interaction ID (default: a new one)")
+	f.StringVar(&s.cwd, "cwd", "", "working directory (default: workspace, CLAUDE_WORKSPACE_PATH or .)")
+	f.StringVar(&s.model, "model", "", "model")
+	f.StringVar(&s.resume, "resume", "", "conversation ID to resume")
+	f.BoolVar(&s.fork, "fork", false, "with --resume: fork into a new conversation")
+	f.BoolVar(&s.cont, "continue", false, "continue the most recent conversation in the directory")
+}
+
 type runOptions struct {
+	sessionFlags
 	prompt             string
-	session            string
-	interaction        string
-	cwd                string
-	model              string
 	permissionMode     string
 	approvals          bool
-	resume             string
-	fork               bool
-	cont               bool
 	maxTurns           int
 	appendSystemPrompt string
 	json               bool
@@ -53,15 +70,9 @@ func newRunCmd(a *App) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.session, "session", "", "session ID (default: a new one)")
-	f.StringVar(&o.interaction, "interaction", "", "interaction ID (default: a new one)")
-	f.StringVar(&o.cwd, "cwd", "", "working directory (default: workspace, CLAUDE_WORKSPACE_PATH or .)")
-	f.StringVar(&o.model, "model", "", "model")
+	o.bind(f)
 	f.StringVar(&o.permissionMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
 	f.BoolVar(&o.approvals, "approvals", false, "ask before each tool runs (y/n on the terminal)")
-	f.StringVar(&o.resume, "resume", "", "conversation ID to resume")
-	f.BoolVar(&o.fork, "fork", false, "with --resume: fork into a new conversation")
-	f.BoolVar(&o.cont, "continue", false, "continue the most recent conversation in the directory")
 	f.IntVar(&o.maxTurns, "max-turns", 0, "stop after this many turns")
 	f.StringVar(&o.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
 	f.BoolVar(&o.json, "json", false, "print the protocol events (NDJSON) instead of a view")

@@ -24,15 +24,9 @@ import (
 )
 
 type terminalOptions struct {
-	prompt      string
-	promptFile  string
-	session     string
-	interaction string
-	cwd         string
-	model       string
-	resume      string
-	fork        bool
-	cont        bool
+	sessionFlags
+	prompt     string
+	promptFile string
 }
 
 func newTerminalCmd(a *App) *cobra.Command {
@@ -53,13 +47,7 @@ func newTerminalCmd(a *App) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.promptFile, "prompt-file", "", "read the prompt from this file, then remove it")
-	f.StringVar(&o.session, "session", "", "session ID (default: a new one)")
-	f.StringVar(&o.interaction, "interaction", "", "interaction ID (default: a new one)")
-	f.StringVar(&o.cwd, "cwd", "", "working directory (default: workspace)")
-	f.StringVar(&o.model, "model", "", "model")
-	f.StringVar(&o.resume, "resume", "", "conversation ID to resume")
-	f.BoolVar(&o.fork, "fork", false, "with --resume: fork into a new conversation")
-	f.BoolVar(&o.cont, "continue", false, "continue the most recent conversation")
+	o.bind(f)
 	return cmd
 }
 

@@ -108,5 +108,8 @@ func (c *CallbackServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Answer at once with no decision: hooks never change what the CLI does.
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, "{}")
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush() // the CLI has its answer before we spool the event
+	}
 	c.OnHook(in.Event, body)
 }

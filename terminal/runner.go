@@ -270,7 +270,12 @@ func (r *runner) startTail(path string) {
 	r.mu.Lock()
 	r.tailStop, r.tailDone = cancel, done
 	r.mu.Unlock()
-	t := &Tailer{Path: path, OnLine: r.onTranscript, Logger: r.o.Logger, Skip: r.before[filepath.Clean(path)]}
+	t := &Tailer{Path: path, OnLine: r.onTranscript, Logger: r.o.Logger, Skip: r.before[filepath.Clean(path)],
+		OnSkip: func(prefix []byte, size int) {
+			// Never silently: the backend hears that a line was too long.
+			r.emit("relay.malformed_line", "relay", map[string]any{"run_id": r.o.RunID, "source": "transcript",
+				"error": "transcript line over the limit", "bytes_at_least": size, "raw": truncate(string(prefix), 1024)})
+		}}
 	go func() {
 		defer close(done)
 		t.Run(ctx) //nolint:errcheck // returns at ctx end

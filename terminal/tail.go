@@ -19,9 +19,10 @@ import (
 // by MaxLine).
 type Tailer struct {
 	Path    string
-	OnLine  func(line []byte) // a complete line without '\n'; the slice is reused
-	MaxLine int               // longer lines are skipped and reported (16 MiB)
-	Poll    time.Duration     // ticker: the fallback when fsnotify fails, and a safety net (1s)
+	OnLine  func(line []byte)             // a complete line without '\n'; the slice is reused
+	OnSkip  func(prefix []byte, size int) // a line over MaxLine was skipped (nil: only logged)
+	MaxLine int                           // longer lines are skipped and reported (16 MiB)
+	Poll    time.Duration                 // ticker: the fallback when fsnotify fails, and a safety net (1s)
 	// Skip is where reading starts in the file as it is now: a resumed
 	// conversation's transcript already holds lines sent by an earlier run.
 	// A file smaller than Skip, or replaced, is read from the start.
@@ -171,6 +172,12 @@ func (t *Tailer) keep(b []byte) {
 	}
 	if len(t.partial)+len(b) > t.MaxLine {
 		t.Logger.Warn("transcript line over the limit skipped", "limit", t.MaxLine)
+		if t.OnSkip != nil {
+			prefix := make([]byte, 0, 1024)
+			prefix = append(prefix, t.partial[:min(len(t.partial), 1024)]...)
+			prefix = append(prefix, b[:min(len(b), 1024-len(prefix))]...)
+			t.OnSkip(prefix, len(t.partial)+len(b))
+		}
 		t.partial, t.skipping = t.partial[:0], true
 		return
 	}

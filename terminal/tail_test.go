@@ -374,3 +374,33 @@ func TestTailerLargeFileBoundedMemory(t *testing.T) {
 		t.Errorf("peak HeapInuse %.1f MiB while tailing 200 MiB, want < 32 MiB", float64(p)/(1<<20))
 	}
 }
+
+func TestTailerReportsSkippedLines(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.jsonl")
+	long := `{"type":"user","x":"` + strings.Repeat("y", 300) + `"}`
+	if err := os.WriteFile(path, []byte(long+"\n{\"type\":\"ok\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	var skipped []int
+	tl := &Tailer{Path: path, MaxLine: 100, Poll: 20 * time.Millisecond,
+		OnLine: func(l []byte) { mu.Lock(); lines = append(lines, string(l)); mu.Unlock() },
+		OnSkip: func(prefix []byte, size int) {
+			mu.Lock()
+			skipped = append(skipped, size)
+			mu.Unlock()
+			if !strings.HasPrefix(string(prefix), `{"type":"user"`) {
+				t.Errorf("prefix %q", prefix)
+			}
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	tl.Run(ctx) //nolint:errcheck
+	mu.Lock()
+	defer mu.Unlock()
+	if len(skipped) != 1 || skipped[0] <= 100 || len(lines) != 1 || lines[0] != `{"type":"ok"}` {
+		t.Errorf("skipped %v lines %q", skipped, lines)
+	}
+}

@@ -23,7 +23,7 @@ func newDoctorCmd(a *App) *cobra.Command {
 	o := doctorOptions{timeout: 20 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check the Claude CLI, credentials and configuration; exit 1 if something is wrong",
+		Short: "Check the CLI, credentials, config, backend and spool; exit 1 with a fix per problem",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDoctor(cmd.Context(), a, o)

@@ -41,18 +41,28 @@ type batchResponse struct {
 	Results []batchResult `json:"results"`
 }
 
+// readIngest checks the path's session ID and reads a body of at most
+// limit bytes; on a problem it has answered, and ok is false.
+func (s *Server) readIngest(w http.ResponseWriter, r *http.Request, limit int64) (string, []byte, bool) {
+	pathID := r.PathValue("id")
+	if rerr := checkSessionID(pathID); rerr != nil {
+		s.refuse(w, http.StatusBadRequest, rerr)
+		return "", nil, false
+	}
+	body, status, rerr := readBody(w, r, limit)
+	if rerr != nil {
+		s.refuse(w, status, rerr)
+		return "", nil, false
+	}
+	return pathID, body, true
+}
+
 // handleEvent is POST /api/sessions/{id}/events.
 func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer s.observe(endpointSingle, start)
-	pathID := r.PathValue("id")
-	if rerr := checkSessionID(pathID); rerr != nil {
-		s.refuse(w, http.StatusBadRequest, rerr)
-		return
-	}
-	body, status, rerr := readBody(w, r, s.maxEvent)
-	if rerr != nil {
-		s.refuse(w, status, rerr)
+	pathID, body, ok := s.readIngest(w, r, s.maxEvent)
+	if !ok {
 		return
 	}
 	ev, rerr := parseEvent(body, pathID)
@@ -89,14 +99,8 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer s.observe(endpointBatch, start)
-	pathID := r.PathValue("id")
-	if rerr := checkSessionID(pathID); rerr != nil {
-		s.refuse(w, http.StatusBadRequest, rerr)
-		return
-	}
-	body, status, rerr := readBody(w, r, s.maxBatch)
-	if rerr != nil {
-		s.refuse(w, status, rerr)
+	pathID, body, ok := s.readIngest(w, r, s.maxBatch)
+	if !ok {
 		return
 	}
 	results, valid, index, rerr := s.decodeBatch(body, pathID)

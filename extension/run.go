@@ -172,7 +172,11 @@ func (r *run) forward(typ, source string, data any) bool {
 }
 
 func (r *run) enqueue(typ, source string, data []byte) bool {
-	_, err := r.s.opts.Forwarder.Enqueue(forwarder.Event{SessionID: r.session, InteractionID: r.inter, Type: typ, Data: data, Source: source})
+	return r.enqueueEvent(forwarder.Event{SessionID: r.session, InteractionID: r.inter, Type: typ, Data: data, Source: source})
+}
+
+func (r *run) enqueueEvent(ev forwarder.Event) bool {
+	_, err := r.s.opts.Forwarder.Enqueue(ev)
 	if err == nil {
 		return true
 	}
@@ -193,7 +197,8 @@ func (r *run) Event(e executor.Event) {
 		if typ == "" {
 			typ = "unknown"
 		}
-		if r.enqueue(typ, "agent", e.Line) {
+		// Decoded: streamjson already parsed the line as a JSON object.
+		if r.enqueueEvent(forwarder.Event{SessionID: r.session, InteractionID: r.inter, Type: typ, Data: e.Line, Source: "agent", Decoded: true}) {
 			r.s.emit(Event{Event: EventStream, RunID: r.id, SessionID: r.session, Payload: e.Line})
 		}
 	case executor.EventMalformed:

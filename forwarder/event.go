@@ -17,6 +17,9 @@ type Event struct {
 	Data          json.RawMessage // event_data: a JSON object, forwarded unmodified
 	Time          time.Time       // zero: now
 	Source        string          // agent, terminal or relay
+	// Decoded says the caller already parsed Data as a JSON object (a CLI
+	// line through streamjson), so Enqueue need not validate it again.
+	Decoded bool
 }
 
 // Accepted is what Enqueue assigned.
@@ -45,7 +48,7 @@ func validateEvent(ev Event) error {
 		return fmt.Errorf("%w: no session_id", errBadEvent)
 	case ev.Type == "":
 		return fmt.Errorf("%w: no event type", errBadEvent)
-	case len(ev.Data) == 0 || ev.Data[0] != '{' || !json.Valid(ev.Data):
+	case len(ev.Data) == 0 || ev.Data[0] != '{' || (!ev.Decoded && !json.Valid(ev.Data)):
 		return fmt.Errorf("%w: event_data must be a JSON object", errBadEvent)
 	case ev.Source != "agent" && ev.Source != "terminal" && ev.Source != "relay":
 		return fmt.Errorf("%w: source %q (allowed: agent, terminal, relay)", errBadEvent, ev.Source)

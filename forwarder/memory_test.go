@@ -146,7 +146,13 @@ func TestHeapStaysBoundedWithLargeBacklog(t *testing.T) {
 	if peak >= heapBound {
 		t.Errorf("peak HeapInuse %d MiB draining the backlog, bound %d MiB", peak>>20, heapBound>>20)
 	}
-	if got := sk.events.Load(); got != want {
+	// This sink counts deliveries without de-duplicating by event_id, so a
+	// batch re-sent after a transport error counts twice; exactly-once is
+	// the de-duplicating sinks' business (fault and crash tests). Here:
+	// nothing may be missing.
+	if got := sk.events.Load(); got < want {
 		t.Errorf("backend took %d events, want %d", got, want)
+	} else if got > want {
+		t.Logf("%d events re-sent after retries (de-duplicated by a real backend)", got-want)
 	}
 }

@@ -105,11 +105,10 @@ func (c *CallbackServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "not a hook input")
 		return
 	}
-	// Answer at once with no decision: hooks never change what the CLI does.
+	// Spool first, then answer with no decision: the CLI posts its next hook
+	// only after this answer, so hook events keep their order. Spooling is
+	// one write(2), so the CLI barely waits; hooks never change what it does.
+	c.OnHook(in.Event, body)
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, "{}")
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush() // the CLI has its answer before we spool the event
-	}
-	c.OnHook(in.Event, body)
 }

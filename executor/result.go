@@ -23,7 +23,10 @@ type aggregator struct {
 var limitText = regexp.MustCompile(`(?i)(usage limit|rate limit|rate_limit|hit your limit|limit reached|limit will reset|quota exceeded|overloaded)`)
 
 func (a *aggregator) add(m streamjson.Message) {
-	if a.conversationID == "" {
+	// A result that ends a run before any turn (a --resume of an unknown
+	// conversation) echoes the requested ID: no conversation exists under it,
+	// so it must not be offered for resuming.
+	if a.conversationID == "" && !(m.Result != nil && m.Result.IsError && m.Result.NumTurns == 0) {
 		if id, ok := streamjson.ConversationID(m); ok && id != "" {
 			a.conversationID = id
 		}
@@ -124,15 +127,36 @@ func (r *run) result(o outcome) (*Result, error) {
 	}
 }
 
-// errorText is seed 002's stderr for an error result.
+// errorText is seed 002's stderr for an error result, followed by what the
+// CLI said went wrong (its errors), so a user can act on it.
 func errorText(r *streamjson.Result) string {
+	detail := strings.Join(r.Errors, "; ")
+	var text string
 	switch r.Subtype {
 	case streamjson.ResultErrorMaxTurns:
-		return "Maximum turns reached"
+		text = "Maximum turns reached"
 	case streamjson.ResultErrorDuringExecution:
-		return "Error during execution"
+		text = "Error during execution"
+	default:
+		text, detail = firstNonEmpty(r.Result, detail, "Error: "+r.Subtype), ""
 	}
-	return firstNonEmpty(r.Result, strings.Join(r.Errors, "; "), "Error: "+r.Subtype)
+	if detail != "" {
+		text += ": " + detail
+	}
+	return translateCLIError(text)
+}
+
+// notLoggedIn is how the CLI says it has no credentials; its own advice
+// (/login) means nothing in a background run.
+var notLoggedIn = regexp.MustCompile(`(?i)not logged in|please run /login|invalid api key`)
+
+// translateCLIError turns CLI messages that point at the CLI's own UI into
+// what the user of claude-relay can do.
+func translateCLIError(text string) string {
+	if notLoggedIn.MatchString(text) {
+		return "Not logged in: set ANTHROPIC_API_KEY or log in with `claude`; see `claude-relay doctor` (the CLI said: " + text + ")"
+	}
+	return text
 }
 
 // tail keeps the last stderrTailBytes of stderr for the result.

@@ -344,7 +344,7 @@ func newHarness(t *testing.T, tune func(*Options, *fakeForwarder)) *harness {
 	t.Helper()
 	h := &harness{t: t, exec: &fakeExecutor{}, fwd: newFakeForwarder(), sig: make(chan os.Signal, 2), done: make(chan error, 1)}
 	opts := Options{Executor: h.exec, Forwarder: h.fwd, Version: "test", CLIPath: "/fake/claude", CLIVersion: "2.1.330",
-		BackendURL: "http://127.0.0.1:1", DefaultCwd: "/work", DrainTimeout: 5 * time.Second}
+		BackendURL: "http://127.0.0.1:1", DefaultCwd: "/", DrainTimeout: 5 * time.Second}
 	if tune != nil {
 		tune(&opts, h.fwd)
 	}

@@ -99,6 +99,7 @@ type Event struct {
 	ToolName   string          `json:"tool_name,omitempty"`
 	Input      json.RawMessage `json:"input,omitempty"`
 	ToolUseID  string          `json:"tool_use_id,omitempty"`
+	Title      string          `json:"title,omitempty"` // what will run, in full (tooltitle.Full)
 
 	// run_completed / run_failed / run_cancelled
 	Result         *Result  `json:"result,omitempty"`
@@ -181,4 +182,5 @@ const (
 	CodeDeadLetter     = "dead_letter"
 	CodeSpoolFull      = "spool_full"
 	CodeInternal       = "internal"
+	CodeCLINotFound    = "cli_not_found"
 )

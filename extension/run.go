@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/tooltitle"
 )
 
 // run is one live prompt.
@@ -72,6 +74,11 @@ func (s *Server) prompt(cmd Command) {
 	if o.Cwd == "" {
 		o.Cwd = s.opts.DefaultCwd
 	}
+	// Refused before run_started, so a run that cannot start spools nothing.
+	if code, msg := s.checkPrompt(*cmd.Prompt, o); code != "" {
+		s.emitError(cmd.RequestID, code, msg)
+		return
+	}
 	if o.ResumeLastSession && o.Resume == "" && s.opts.State != nil {
 		o.Resume = s.opts.State.Last(o.Cwd)
 	}
@@ -110,6 +117,28 @@ func (s *Server) prompt(cmd Command) {
 		res, err := s.opts.Executor.Run(ctx, req, r, r)
 		r.finish(req, res, err)
 	}()
+}
+
+// checkPrompt says why a prompt cannot start, as an error code and a message
+// a user can act on; an empty code means it can.
+func (s *Server) checkPrompt(prompt string, o PromptOptions) (code, msg string) {
+	if o.Fork && o.Resume == "" && !o.Continue && !o.ResumeLastSession {
+		return CodeBadValue, "fork needs resume (the conversation to fork) or continue"
+	}
+	if o.Cwd != "" {
+		fi, err := os.Stat(o.Cwd)
+		switch {
+		case err != nil:
+			return CodeBadValue, fmt.Sprintf("cwd %q: %v", o.Cwd, errors.Unwrap(err))
+		case !fi.IsDir():
+			return CodeBadValue, fmt.Sprintf("cwd %q is not a directory", o.Cwd)
+		}
+	}
+	// A blank prompt completes without the CLI (seed 002), so it needs none.
+	if s.opts.CLIError != "" && strings.TrimSpace(prompt) != "" {
+		return CodeCLINotFound, "cannot run the Claude CLI: " + s.opts.CLIError + " (`claude-relay doctor` says where it looked and how to fix it)"
+	}
+	return "", ""
 }
 
 // finish reports the run's end to the backend and the extension.
@@ -224,7 +253,8 @@ func (r *run) Approve(ctx context.Context, req executor.ApprovalRequest) (execut
 	r.pending[req.ApprovalID] = ch
 	r.mu.Unlock()
 	r.s.emit(Event{Event: EventApprovalRequested, RunID: r.id, SessionID: r.session, ApprovalID: req.ApprovalID,
-		ToolName: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID, Message: req.Description})
+		ToolName: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID, Title: tooltitle.Full(req.ToolName, req.Input),
+		Message: req.Description})
 	select {
 	case d := <-ch:
 		return d, nil

@@ -137,9 +137,9 @@ func TestBlankPromptCompletesWithoutCLI(t *testing.T) {
 
 func TestRunLifecycle(t *testing.T) {
 	h := newHarness(t, nil)
-	h.prompt("r1", "lines 3", PromptOptions{Model: "m1", Cwd: "/elsewhere", MaxTurns: 2, Env: map[string]string{"K": "v"}, AdditionalArgs: []string{"--x"}})
+	h.prompt("r1", "lines 3", PromptOptions{Model: "m1", Cwd: "/tmp", MaxTurns: 2, Env: map[string]string{"K": "v"}, AdditionalArgs: []string{"--x"}})
 	started := h.waitEvent(EventRunStarted, "r1")
-	if started.RequestID != "req-r1" || started.SessionID != "sess-r1" || started.InteractionID == "" || started.Cwd != "/elsewhere" {
+	if started.RequestID != "req-r1" || started.SessionID != "sess-r1" || started.InteractionID == "" || started.Cwd != "/tmp" {
 		t.Errorf("run_started %+v", started)
 	}
 	done := h.waitEvent(EventRunCompleted, "r1")
@@ -169,7 +169,7 @@ func TestRunLifecycle(t *testing.T) {
 		t.Errorf("states %q then %q", evs[2].State, evs[len(evs)-1].State)
 	}
 	req := h.exec.Requests()[0]
-	if req.RunID != "r1" || req.Model != "m1" || req.Cwd != "/elsewhere" || req.MaxTurns != 2 || req.Env["K"] != "v" || !slices.Equal(req.AdditionalArgs, []string{"--x"}) {
+	if req.RunID != "r1" || req.Model != "m1" || req.Cwd != "/tmp" || req.MaxTurns != 2 || req.Env["K"] != "v" || !slices.Equal(req.AdditionalArgs, []string{"--x"}) {
 		t.Errorf("request %+v", req)
 	}
 	// The backend gets the lifecycle around the CLI's lines, in order.
@@ -212,7 +212,7 @@ func TestDefaultsAndGeneratedIDs(t *testing.T) {
 			t.Errorf("generated id %q is not a uuid", id)
 		}
 	}
-	if started.Cwd != "/work" {
+	if started.Cwd != "/" {
 		t.Errorf("default cwd %q", started.Cwd)
 	}
 	h.waitEvent(EventRunCompleted, started.RunID)
@@ -641,7 +641,7 @@ func TestTerminalCommand(t *testing.T) {
 	p := "fix it"
 	h.cmd(Command{Action: ActionTerminal, RequestID: "t1", SessionID: "s1", InteractionID: "i2", Prompt: &p, Options: PromptOptions{Resume: "conv-1"}})
 	ev := h.waitFor("terminal_command", func(ev Event) bool { return ev.Event == EventTerminalCommand && ev.RequestID == "t1" })
-	if !slices.Equal(ev.Argv, []string{"claude-relay", "terminal", "--session=s1"}) || ev.Cwd != "/work" || ev.Env["CLAUDE_RELAY_X"] != "1" ||
+	if !slices.Equal(ev.Argv, []string{"claude-relay", "terminal", "--session=s1"}) || ev.Cwd != "/" || ev.Env["CLAUDE_RELAY_X"] != "1" ||
 		ev.SessionID != "s1" || ev.InteractionID != "i2" {
 		t.Errorf("terminal_command %+v", ev)
 	}

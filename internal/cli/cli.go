@@ -111,7 +111,16 @@ func (a *App) rootCommand() *cobra.Command {
 			return a.load(cmd.Root().PersistentFlags())
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
+	// Unknown commands and bad flags are both usage errors (exit 2), each
+	// saying what to do.
+	root.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("%w: unknown command %q (`claude-relay --help` lists the commands)", errUsage, args[0])
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, flagError(err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configFile, "config", "", "config file (default $XDG_CONFIG_HOME/claude-relay/config.yaml)")
 	pf.String("backend-url", "", "backend base URL (empty: the embedded default)")
@@ -121,6 +130,21 @@ func (a *App) rootCommand() *cobra.Command {
 	pf.String("log-format", "", "text or json")
 	root.AddCommand(newVersionCmd(a), newConfigCmd(a), newDoctorCmd(a), newSpoolCmd(a), newExtensionCmd(a), newRunCmd(a), newServeCmd(a), newTerminalCmd(a), newHookPostCmd(a))
 	return root
+}
+
+// flagError rewords a bad flag value for people: which flag, the value,
+// and what it takes.
+func flagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) {
+		return err
+	}
+	want := map[string]string{"int": "a whole number, e.g. 10", "bool": "true or false",
+		"duration": "a duration such as 30s or 5m", "float64": "a number"}[iv.GetFlag().Value.Type()]
+	if want == "" {
+		return err
+	}
+	return fmt.Errorf("--%s %q: not %s", iv.GetFlag().Name, iv.GetValue(), want)
 }
 
 // load reads the configuration once per process and sets up logging.

@@ -21,6 +21,9 @@ func newConfigCmd(a *App) *cobra.Command {
 		Short: "Print the effective configuration and where each value came from",
 		Long: "Print every configuration key, its effective value and its source:\n" +
 			"default, file, env or flag (highest wins). Secrets are shown as ***.",
+		Example: "  claude-relay config\n" +
+			"  CLAUDE_RELAY_BACKEND_URL=http://127.0.0.1:9000 claude-relay config | grep backend\n" +
+			"  claude-relay --config ./relay.yaml config --json",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runConfig(a, o) },
 	}

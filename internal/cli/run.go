@@ -7,9 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	neturl "net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -40,6 +46,32 @@ func (s *sessionFlags) bind(f *pflag.FlagSet) {
 	f.BoolVar(&s.cont, "continue", false, "continue the most recent conversation in the directory")
 }
 
+// validate checks the session flags before anything starts, so a mistake
+// costs no run, no spooled event and no "started" line. cwd is resolved
+// against the workspace default.
+func (s *sessionFlags) validate(workspace string) error {
+	if s.fork && s.resume == "" && !s.cont {
+		return fmt.Errorf("%w: --fork needs --resume ID (the conversation to fork) or --continue", errUsage)
+	}
+	if s.resume != "" {
+		if _, err := uuid.Parse(s.resume); err != nil {
+			return fmt.Errorf("%w: --resume %q is not a conversation ID (one looks like 451bfcae-5922-4412-aa7f-5edc654b55a1; "+
+				"`claude-relay run` prints it after each run)", errUsage, s.resume)
+		}
+	}
+	if s.cwd == "" {
+		s.cwd = workspace
+	}
+	fi, err := os.Stat(s.cwd)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: --cwd %q: %w (give an existing directory)", errUsage, s.cwd, errors.Unwrap(err))
+	case !fi.IsDir():
+		return fmt.Errorf("%w: --cwd %q is not a directory", errUsage, s.cwd)
+	}
+	return nil
+}
+
 type runOptions struct {
 	sessionFlags
 	prompt             string
@@ -53,33 +85,45 @@ type runOptions struct {
 func newRunCmd(a *App) *cobra.Command {
 	var o runOptions
 	cmd := &cobra.Command{
-		Use:   "run [flags] PROMPT",
+		Use:   "run [flags] PROMPT...",
 		Short: "One background run from a shell (PROMPT - reads it from stdin)",
 		Long: "Run Claude Code in the background on PROMPT and forward every event to the backend.\n" +
-			"Shows live progress on a terminal, plain lines otherwise; --json prints the protocol events.\n" +
-			"Exit status is the run's exit code (130 when cancelled with Ctrl-C).",
+			"The words of PROMPT are joined with spaces, as `claude -p` does; - reads the prompt from stdin.\n" +
+			"Shows live progress on a terminal, plain lines otherwise; --json prints the protocol events.\n\n" +
+			"Without --approvals every tool call is allowed without asking (the live view marks them\n" +
+			"auto-allowed). With --approvals each tool but the read-only ones waits for y/n on this\n" +
+			"terminal, showing the whole command, path or URL; --approvals needs a terminal.\n\n" +
+			"Exit status is the run's exit code: 130 on Ctrl-C, 143 on SIGTERM, 2 for a usage error.",
+		Example: "  claude-relay run 'fix the failing test'\n" +
+			"  claude-relay run --approvals --cwd ~/src/app explain the build\n" +
+			"  git diff | claude-relay run -\n" +
+			"  claude-relay run --resume 451bfcae-5922-4412-aa7f-5edc654b55a1 'now add a test'\n" +
+			"  claude-relay run --json 'list the files' | jq .event",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.ExactArgs(1)(cmd, args); err != nil {
-				return fmt.Errorf("%w: %w (give the prompt, or - to read it from stdin)", errUsage, err)
+			if len(args) == 0 {
+				return fmt.Errorf("%w: no prompt (give it as arguments, or - to read it from stdin)", errUsage)
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.prompt = args[0]
+			o.prompt = strings.Join(args, " ")
 			return runRun(cmd.Context(), a, o)
 		},
 	}
 	f := cmd.Flags()
 	o.bind(f)
 	f.StringVar(&o.permissionMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
-	f.BoolVar(&o.approvals, "approvals", false, "ask before each tool runs (y/n on the terminal)")
+	f.BoolVar(&o.approvals, "approvals", false, "ask on this terminal before each tool runs (default: every tool is allowed)")
 	f.IntVar(&o.maxTurns, "max-turns", 0, "stop after this many turns")
 	f.StringVar(&o.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
 	f.BoolVar(&o.json, "json", false, "print the protocol events (NDJSON) instead of a view")
 	return cmd
 }
 
-func runRun(ctx context.Context, a *App, o runOptions) error {
+var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+
+// check validates everything that can be validated before a run starts.
+func (o *runOptions) check(a *App) error {
 	if o.prompt == "-" {
 		b, err := io.ReadAll(a.Stdin)
 		if err != nil {
@@ -87,7 +131,35 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		}
 		o.prompt = string(b)
 	}
-	h, err := a.newHelper(context.WithoutCancel(ctx))
+	if strings.TrimSpace(o.prompt) == "" {
+		return fmt.Errorf("%w: empty prompt (give it as arguments, or - to read it from stdin)", errUsage)
+	}
+	if o.permissionMode != "" && !slices.Contains(permissionModes, o.permissionMode) {
+		return fmt.Errorf("%w: --permission-mode %q (allowed: %s)", errUsage, o.permissionMode, strings.Join(permissionModes, ", "))
+	}
+	if o.maxTurns < 0 {
+		return fmt.Errorf("%w: --max-turns %d (give a positive number of turns, or 0 for no limit)", errUsage, o.maxTurns)
+	}
+	return o.validate(a.loaded.Config.Workspace)
+}
+
+// errNoTTY: --approvals has nobody to ask.
+var errNoTTY = errors.New("--approvals asks on a terminal, and there is none here")
+
+func runRun(ctx context.Context, a *App, o runOptions) error {
+	if err := o.check(a); err != nil {
+		return err
+	}
+	var ask *ttyAsker
+	if o.approvals {
+		var err error
+		if ask, err = openTTY(); err != nil {
+			return fmt.Errorf("%w: %w (%w): run it in a terminal, or let an editor answer approvals through "+
+				"`claude-relay extension` (approval_requested / approve)", errUsage, errNoTTY, err)
+		}
+		defer ask.Close()
+	}
+	h, err := a.newHelper(context.WithoutCancel(ctx), true)
 	if err != nil {
 		return err
 	}
@@ -108,9 +180,23 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	// The pipes are synchronous: the view must be reading before anything
 	// is sent, or the server's ready event blocks the whole exchange.
 	v := newView(a, o, h.backend.Dashboard, o.session, cmds)
-	v.embedded, v.serveAddr, v.runID = h.backend.Embedded, a.loaded.Config.Serve.Addr, runID
+	v.embedded, v.serveAddr, v.runID, v.ask = h.backend.Embedded, a.loaded.Config.Serve.Addr, runID, ask
+	v.spoolDir = a.loaded.Config.Spool.Dir
 	done := make(chan int, 1)
 	go func() { done <- v.consume(evR) }()
+
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var probe sync.WaitGroup
+	if !h.backend.Embedded {
+		// Said at once, while the run goes ahead: its events wait in the spool.
+		probe.Go(func() {
+			if err := probeBackend(probeCtx, h.backend.URL); err != nil {
+				v.line(fmt.Sprintf("! the backend %s is not reachable (%v); events wait in the spool and go out when it answers", h.backend.URL, err))
+			}
+		})
+	}
+	defer func() { stopProbe(); probe.Wait() }()
+
 	prompt := o.prompt
 	cmds.send(extension.Command{Action: extension.ActionPrompt, RequestID: runID, RunID: runID, SessionID: o.session, InteractionID: o.interaction,
 		Prompt: &prompt, Options: extension.PromptOptions{Cwd: o.cwd, Model: o.model, PermissionMode: o.permissionMode,
@@ -121,32 +207,79 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	if a.Signals != nil {
 		defer a.Signals(signals)()
 	}
+	// The first signal cancels the run, which then drains and exits with
+	// 128+signal; a second one exits at once.
+	var first atomic.Value
 	forced := make(chan struct{})
-	go func() {
-		n := 0
-		for range signals {
-			if n++; n == 1 {
-				cmds.send(extension.Command{Action: extension.ActionCancel, RunID: runID})
-				continue
+	sigDone := make(chan struct{})
+	var sigWG sync.WaitGroup
+	sigWG.Go(func() {
+		for {
+			select {
+			case <-sigDone:
+				return
+			case sig := <-signals:
+				if first.CompareAndSwap(nil, sig) {
+					cmds.send(extension.Command{Action: extension.ActionCancel, RunID: runID})
+					continue
+				}
+				close(forced)
+				return
 			}
-			close(forced)
-			return
 		}
-	}()
+	})
+	defer func() { close(sigDone); sigWG.Wait() }()
 
 	var code int
 	select {
 	case code = <-done:
 	case <-forced:
 		h.exec.KillLive() // no time for a graceful stop, but no leftovers either
-		return &ExitError{Code: 130}
+		return &ExitError{Code: signalStatus(first.Load())}
 	}
 	cmds.close()
 	if err := <-serveErr; err != nil && !errors.Is(err, io.ErrClosedPipe) {
 		return err
 	}
+	if sig := first.Load(); sig != nil && code == exitCancelled {
+		code = signalStatus(sig)
+	}
 	if code != 0 {
 		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+// exitCancelled is a cancelled run's exit code (seed 002).
+const exitCancelled = 130
+
+// signalStatus is the shell's exit status for death by sig: 128+n.
+func signalStatus(sig any) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitCancelled
+}
+
+// probeBackend says whether the backend answers /healthz.
+func probeBackend(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			return ue.Err // the URL is already in the message
+		}
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return nil
 }
@@ -186,18 +319,26 @@ func isTerminal(w any) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// askTTY asks a y/n question on the controlling terminal.
-func askTTY(question string) bool {
-	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	defer tty.Close()
-	fmt.Fprint(tty, question)
-	line, _ := bufio.NewReader(tty).ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true
-	}
-	return false
+// ttyAsker asks questions on the controlling terminal, which works even
+// when stdin carries the prompt and stdout is piped.
+type ttyAsker struct {
+	f *os.File
+	r *bufio.Reader
 }
+
+func openTTY() (*ttyAsker, error) {
+	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &ttyAsker{f: f, r: bufio.NewReader(f)}, nil
+}
+
+// ask prints question and returns the answer's line, trimmed and lower-case.
+func (t *ttyAsker) ask(question string) string {
+	fmt.Fprint(t.f, question)
+	line, _ := t.r.ReadString('\n')
+	return strings.ToLower(strings.TrimSpace(line))
+}
+
+func (t *ttyAsker) Close() error { return t.f.Close() }

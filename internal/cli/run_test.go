@@ -60,7 +60,7 @@ func TestRunWithRealCLI(t *testing.T) {
 		Getwd:     func() (string, error) { return cwd, nil }}
 	code := a.Run(t.Context(), []string{"run", "--max-turns=4", "run the tool"})
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
-	if code != 0 || !strings.Contains(out.String(), "All done.") || !strings.Contains(out.String(), "● Say hi") {
+	if code != 0 || !strings.Contains(out.String(), "All done.") || !strings.Contains(out.String(), "● $ echo hi-from-run — Say hi  (auto-allowed)") {
 		t.Fatalf("exit %d", code)
 	}
 	be.mu.Lock()

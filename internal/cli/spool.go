@@ -17,6 +17,8 @@ func newSpoolCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "spool",
 		Short: "Inspect and deliver the durable event queue",
+		Example: "  claude-relay spool status\n" +
+			"  claude-relay spool flush --dead-letters",
 	}
 	cmd.AddCommand(newSpoolStatusCmd(a), newSpoolFlushCmd(a))
 	return cmd
@@ -29,8 +31,10 @@ func newSpoolStatusCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "What is waiting, per session: pending, dead-lettered, last error",
-		Args:  cobra.NoArgs,
-		RunE:  func(*cobra.Command, []string) error { return runSpoolStatus(a, o) },
+		Example: "  claude-relay spool status\n" +
+			"  claude-relay spool status --json",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return runSpoolStatus(a, o) },
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
@@ -71,8 +75,10 @@ func newSpoolFlushCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "flush",
 		Short: "Deliver what the spool holds now",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runSpoolFlush(cmd.Context(), a, o) },
+		Example: "  claude-relay spool flush\n" +
+			"  claude-relay spool flush --dead-letters --timeout 1m",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSpoolFlush(cmd.Context(), a, o) },
 	}
 	cmd.Flags().BoolVar(&o.deadLetters, "dead-letters", false, "re-queue dead-lettered events first")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "how long to try (default forwarder.drain_timeout)")

@@ -18,7 +18,9 @@ func newVersionCmd(a *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and Go version",
-		Args:  cobra.NoArgs,
+		Example: "  claude-relay version\n" +
+			"  claude-relay version --json",
+		Args: cobra.NoArgs,
 		// version works even when the configuration is broken.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE:              func(*cobra.Command, []string) error { return runVersion(a, o) },

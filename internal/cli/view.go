@@ -26,6 +26,8 @@ type view struct {
 	runID     string
 	cmds      *commandWriter
 	tty       bool
+	ask       *ttyAsker // with --approvals: the terminal to ask on
+	spoolDir  string
 
 	mu       sync.Mutex
 	start    time.Time
@@ -65,7 +67,10 @@ func (v *view) consume(r io.Reader) int {
 		case extension.EventRunCompleted, extension.EventRunFailed, extension.EventRunCancelled:
 			code = ev.Result.ExitCode
 			if ev.Event == extension.EventRunCancelled {
-				code = 130
+				// exit_on_complete does not end the helper after a cancel
+				// (an editor may go on); this view has nothing left to show.
+				code = exitCancelled
+				v.cmds.send(extension.Command{Action: extension.ActionShutdown})
 			}
 			if !v.o.json {
 				v.final(ev)
@@ -73,7 +78,7 @@ func (v *view) consume(r io.Reader) int {
 		case extension.EventShutdown:
 			if ev.Message != "" {
 				// Events the drain deadline left behind: say so (CONTRACT §3).
-				fmt.Fprintln(v.a.Stderr, "claude-relay:", ev.Message+"; `claude-relay spool flush` delivers them")
+				fmt.Fprintln(v.a.Stderr, "claude-relay:", v.leftover(ev))
 			}
 			return code
 		case extension.EventError:
@@ -101,23 +106,39 @@ func (v *view) render(ev extension.Event) {
 			where = " · events: " + v.dashboard + "/sessions/" + ev.SessionID
 		}
 		v.line(fmt.Sprintf("run %s started in %s%s", short(ev.RunID), ev.Cwd, where))
+		if !v.o.approvals {
+			v.line("tools run without asking (auto-allowed); --approvals asks first")
+		}
 	case extension.EventStream:
 		msg, err := streamjson.Decode(ev.Payload)
 		if err != nil {
 			return
 		}
-		if msg.Assistant != nil {
+		switch {
+		case msg.Assistant != nil:
 			v.mu.Lock()
 			v.outTok += msg.Assistant.Message.Usage.OutputTokens
 			v.mu.Unlock()
 			for _, tu := range msg.Assistant.ToolUses() {
 				title, _ := tooltitle.Of(tu.Name, tu.Input)
 				v.setStatus(title)
-				v.line("● " + title)
+				mark := ""
+				if !v.o.approvals {
+					mark = "  (auto-allowed)"
+				}
+				v.line(indent("● ", "  ", tooltitle.Full(tu.Name, tu.Input)) + mark)
 			}
 			if msg.Assistant.Text() != "" {
 				v.setStatus("writing")
 			}
+		case msg.User != nil:
+			for _, tr := range msg.User.ToolResults() {
+				if out := toolOutput(tr, toolOutputLines); out != "" {
+					v.line(out)
+				}
+			}
+		case msg.System != nil && msg.System.Subtype == "api_retry":
+			v.line(apiRetry(ev.Payload))
 		}
 	case extension.EventLimitNotice:
 		v.line("! limit: " + ev.Message)
@@ -126,10 +147,83 @@ func (v *view) render(ev extension.Event) {
 	}
 }
 
+// toolOutputLines is how many lines of a tool's output the live view shows.
+const toolOutputLines = 4
+
+// toolOutput is a tool result as the live view shows it: its first lines,
+// indented under the call, and how many more there are.
+func toolOutput(tr streamjson.ToolResult, max int) string {
+	c := tr.Parse()
+	text := strings.TrimRight(c.Text, "\n")
+	switch c.Kind {
+	case streamjson.ToolResultImage:
+		text = "[image " + c.Image.MediaType + "]"
+	case streamjson.ToolResultMixed:
+		text = fmt.Sprintf("[%d blocks of text and images]", len(c.Blocks))
+	}
+	if strings.TrimSpace(text) == "" {
+		return ""
+	}
+	lines := strings.Split(text, "\n")
+	var b strings.Builder
+	bar := "  │ "
+	if tr.IsError {
+		bar = "  ✗ "
+	}
+	for i, l := range lines {
+		if i == max {
+			n := len(lines) - max
+			fmt.Fprintf(&b, "%s… %d more %s\n", bar, n, inflect(n, "line", "lines"))
+			break
+		}
+		b.WriteString(bar + l + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// apiRetry renders the CLI's api_retry system line.
+func apiRetry(payload []byte) string {
+	var r struct {
+		Attempt     int             `json:"attempt"`
+		MaxRetries  int             `json:"max_retries"`
+		DelayMS     int64           `json:"retry_delay_ms"`
+		ErrorStatus *int            `json:"error_status"`
+		Error       json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(payload, &r)
+	why := "API error"
+	if r.ErrorStatus != nil {
+		why = fmt.Sprintf("API error %d", *r.ErrorStatus)
+	}
+	var msg string
+	if json.Unmarshal(r.Error, &msg) == nil && msg != "" {
+		why += " (" + msg + ")"
+	}
+	delay := (time.Duration(r.DelayMS) * time.Millisecond).Round(100 * time.Millisecond)
+	return fmt.Sprintf("↻ %s: retrying in %s, attempt %d of %d", why, delay, r.Attempt, r.MaxRetries)
+}
+
+// indent prefixes the first line of s with first and every other line
+// with rest, so a multi-line command stays readable and whole.
+func indent(first, rest, s string) string {
+	return first + strings.ReplaceAll(s, "\n", "\n"+rest)
+}
+
+func inflect[N int64OrInt](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// int64OrInt lets inflect take token counts and line counts alike.
+type int64OrInt interface{ ~int | ~int64 }
+
 func (v *view) final(ev extension.Event) {
+	// Under mu: the spinner and the backend probe print too.
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.spinning = false
-	v.mu.Unlock()
 	v.clear()
 	out := v.a.Stdout
 	if ev.Result.Stdout != "" {
@@ -144,14 +238,15 @@ func (v *view) final(ev extension.Event) {
 	var figures []string
 	figures = append(figures, (time.Duration(ev.Result.DurationMS) * time.Millisecond).Round(100*time.Millisecond).String())
 	if ev.Usage != nil {
-		figures = append(figures, fmt.Sprintf("%d tokens in, %d out", ev.Usage.InputTokens, ev.Usage.OutputTokens))
+		figures = append(figures, fmt.Sprintf("%d %s in, %d out", ev.Usage.InputTokens, inflect(ev.Usage.InputTokens, "token", "tokens"), ev.Usage.OutputTokens))
 	}
 	if ev.TotalCostUSD != nil {
 		figures = append(figures, fmt.Sprintf("$%.4f", *ev.TotalCostUSD))
 	}
 	fmt.Fprintln(out, strings.Join(figures, " · "))
 	if ev.ConversationID != "" {
-		fmt.Fprintf(out, "conversation %s\nresume: claude-relay run --resume %s 'next prompt'\n", ev.ConversationID, ev.ConversationID)
+		fmt.Fprintf(out, "conversation %s\nresume: claude-relay run --session %s --resume %s 'next prompt'\n",
+			ev.ConversationID, ev.SessionID, ev.ConversationID)
 	}
 	switch {
 	case v.embedded:
@@ -162,30 +257,72 @@ func (v *view) final(ev extension.Event) {
 	}
 }
 
-// approve answers an approval request: y/n on a terminal, else deny (a
-// non-interactive run cannot be asked).
+// approve answers an approval request with y/n on the terminal. runRun
+// refuses --approvals without a terminal, so ask is set whenever the CLI can
+// ask; without it (never expected) the tool is denied, never allowed.
 func (v *view) approve(ev extension.Event) {
-	title, _ := tooltitle.Of(ev.ToolName, ev.Input)
-	answer := func(allow bool) {
+	answer := func(allow bool, reason string) {
 		d := "deny"
 		if allow {
 			d = "allow"
 		}
 		v.cmds.send(extension.Command{Action: extension.ActionApprove, RunID: ev.RunID, ApprovalID: ev.ApprovalID, Decision: d,
-			Reason: "denied at the claude-relay run prompt"})
+			Reason: reason})
 	}
-	if !v.tty && !isTerminal(v.a.Stdin) {
-		answer(false) // nobody to ask
+	if v.ask == nil {
+		answer(false, "no terminal to ask on")
 		return
 	}
 	v.mu.Lock()
 	v.spinning = false
-	v.mu.Unlock()
 	v.clear()
+	v.mu.Unlock()
+	question := approvalQuestion(ev)
 	// Ask on a goroutine: events (a cancel, the approval's own timeout) must
 	// keep flowing while the question waits. Its answer to a gone approval
 	// is an unknown_approval error, which is harmless.
-	go answer(askTTY(fmt.Sprintf("Allow %s (%s)? [y/N] ", ev.ToolName, title)))
+	go func() {
+		switch v.ask.ask(question) {
+		case "y", "yes":
+			answer(true, "")
+		default:
+			answer(false, "denied at the claude-relay run prompt")
+		}
+	}()
+}
+
+// diffLines is how much of a file change the approval question shows.
+const diffLines = 12
+
+// approvalQuestion shows what will run in full (the command, path or URL;
+// the model's description after it), a short diff for file changes, then
+// asks.
+func approvalQuestion(ev extension.Event) string {
+	title := ev.Title
+	if title == "" {
+		title = tooltitle.Full(ev.ToolName, ev.Input)
+	}
+	var b strings.Builder
+	b.WriteString(indent("? ", "  ", title) + "\n")
+	if d := tooltitle.Diff(ev.ToolName, ev.Input, diffLines); d != "" {
+		b.WriteString(indent("  ", "  ", d) + "\n")
+	}
+	fmt.Fprintf(&b, "Allow %s? [y/N] ", ev.ToolName)
+	return b.String()
+}
+
+// leftover says in one sentence what the drain deadline left in the spool.
+func (v *view) leftover(ev extension.Event) string {
+	f := ev.Forwarder
+	if f == nil || f.Pending == 0 {
+		return ev.Message
+	}
+	why := ""
+	if f.LastError != "" {
+		why = " (last error: " + f.LastError + ")"
+	}
+	return fmt.Sprintf("the backend has not taken %d %s yet%s; they wait in %s, and `claude-relay spool flush` or the next run delivers them",
+		f.Pending, inflect(f.Pending, "event", "events"), why, v.spoolDir)
 }
 
 func (v *view) setStatus(s string) {
@@ -200,10 +337,13 @@ func (v *view) line(s string) {
 	if v.o.json {
 		return
 	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.clear()
 	fmt.Fprintln(v.a.Stdout, s)
 }
 
+// clear erases the spinner's line; callers hold mu.
 func (v *view) clear() {
 	if v.tty {
 		fmt.Fprint(v.a.Stdout, "\r\x1b[2K")
@@ -224,8 +364,8 @@ func (v *view) spin() {
 		}
 		v.mu.Lock()
 		if v.spinning {
-			fmt.Fprintf(v.a.Stdout, "\r\x1b[2K%s %s · %s · %d tokens out", frames[i%len(frames)],
-				time.Since(v.start).Round(100*time.Millisecond), v.status, v.outTok)
+			fmt.Fprintf(v.a.Stdout, "\r\x1b[2K%s %s · %s · %d %s out", frames[i%len(frames)],
+				time.Since(v.start).Round(100*time.Millisecond), v.status, v.outTok, inflect(v.outTok, "token", "tokens"))
 		}
 		v.mu.Unlock()
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -23,12 +24,10 @@ type cliInfo struct {
 // crashed helper left behind, once, at start.
 func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	c := a.loaded.Config
-	home, _ := a.LookupEnv("HOME")
-	path, _ := a.LookupEnv("PATH")
 	var info cliInfo
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if res, err := discovery.Find(dctx, discovery.Options{ConfiguredPath: c.Claude.Path, Home: home, PathEnv: path}); err != nil {
+	if res, err := discovery.Find(dctx, a.discoveryOptions(c.Claude.Path)); err != nil {
 		info.err = err.Error()
 	} else {
 		info.path, info.version = res.Path, res.Version
@@ -57,12 +56,17 @@ type helper struct {
 }
 
 // newHelper wires executor, forwarder and backend into an extension server.
-func (a *App) newHelper(ctx context.Context) (*helper, error) {
+// With requireCLI, a missing CLI is an error before the backend and the
+// spool are touched; without, the ready event reports it.
+func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
+	exec, info := a.newExecutor(ctx)
+	if requireCLI && info.err != "" {
+		return nil, fmt.Errorf("cannot run the Claude CLI: %s; `claude-relay doctor` says where it looked and how to fix it", info.err)
+	}
 	backend, err := a.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	exec, info := a.newExecutor(ctx)
 	var srv atomic.Pointer[extension.Server]
 	fo := a.forwarderOptions(backend)
 	fo.OnError = func(e forwarder.Error) {

@@ -19,6 +19,7 @@ const (
 	SourceLocalBin    = "~/.local/bin"
 	SourceNpmGlobal   = "npm-global"
 	SourceClaudeLocal = "~/.claude/local"
+	SourceCache       = "claude-relay cache"
 	SourceExtra       = "extra"
 )
 
@@ -55,8 +56,28 @@ type Options struct {
 	// HomebrewDirs are Homebrew bin directories; nil means
 	// /opt/homebrew/bin and /usr/local/bin, an empty non-nil slice none.
 	HomebrewDirs []string
+	// CacheDir is claude-relay's cache directory (the CacheDir function), where
+	// `make deps` installs pinned CLIs as
+	// cli-<version>/node_modules/.bin/claude. Empty skips that source.
+	CacheDir string
 	// ExtraDirs are further directories searched last, with source "extra".
 	ExtraDirs []string
+}
+
+// CacheDir returns the claude-relay cache directory the Makefile installs
+// into, ${XDG_CACHE_HOME:-$HOME/.cache}/claude-relay, from the values of
+// those variables; "" if neither gives an absolute path. A relative
+// XDG_CACHE_HOME is ignored, as the XDG spec says, so the current directory
+// never decides which binary runs (the Makefile would use it as is).
+func CacheDir(home, xdgCacheHome string) string {
+	switch {
+	case filepath.IsAbs(xdgCacheHome):
+		return filepath.Join(xdgCacheHome, "claude-relay")
+	case filepath.IsAbs(home):
+		return filepath.Join(home, ".cache", "claude-relay")
+	default:
+		return ""
+	}
 }
 
 // Candidate is one distinct install Find considered.
@@ -94,8 +115,9 @@ func (e *NotFoundError) Error() string {
 			fmt.Fprintf(&b, "\n  %s (%s): %v", c.Path, c.Source, c.Err)
 		}
 	}
-	b.WriteString("\nto fix: install it with `npm install -g @anthropic-ai/claude-code`," +
-		" or set claude.path (env CLAUDE_RELAY_CLAUDE_PATH) to the claude binary")
+	b.WriteString("\nto fix: install it with `npm install -g @anthropic-ai/claude-code`" +
+		" (or `make deps` in a claude-relay checkout), or set claude.path (env CLAUDE_RELAY_CLAUDE_PATH)" +
+		" to the claude binary")
 	return b.String()
 }
 

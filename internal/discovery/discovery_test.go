@@ -251,6 +251,33 @@ func TestFind(t *testing.T) {
 			wantPath: "brew/claude", wantSource: SourceHomebrew, wantVersion: "3.0.0", wantCandidates: 2,
 		},
 		{
+			name: "claude-relay cache: highest cli-* wins, other entries ignored",
+			setup: func(t *testing.T, root string, o *Options) {
+				// The layout `npm install --prefix cache/cli-V` leaves: a
+				// .bin link into the package.
+				fakeCLI(t, root, "cache/cli-2.1.330/node_modules/"+npmPackage+"/bin/claude.exe", "2.1.330")
+				symlink(t, "../"+npmPackage+"/bin/claude.exe",
+					filepath.Join(root, "cache/cli-2.1.330/node_modules/.bin/claude"))
+				fakeCLI(t, root, "cache/cli-2.2.0/node_modules/.bin/claude", "2.2.0")
+				fakeCLI(t, root, "cache/agent-sdk-0.3.330/node_modules/.bin/claude", "9.0.0")
+				fakeCLI(t, root, "bin/claude", "2.1.0")
+				o.PathEnv = filepath.Join(root, "bin")
+				o.CacheDir = filepath.Join(root, "cache")
+			},
+			wantPath: "cache/cli-2.2.0/node_modules/.bin/claude", wantSource: SourceCache, wantVersion: "2.2.0",
+			wantCandidates: 3,
+		},
+		{
+			name: "cache install also on PATH (as under make run) is one candidate",
+			setup: func(t *testing.T, root string, o *Options) {
+				fakeCLI(t, root, "cache/cli-2.1.330/node_modules/.bin/claude", "2.1.330")
+				o.PathEnv = filepath.Join(root, "cache/cli-2.1.330/node_modules/.bin")
+				o.CacheDir = filepath.Join(root, "cache")
+			},
+			wantPath: "cache/cli-2.1.330/node_modules/.bin/claude", wantSource: SourcePath, wantVersion: "2.1.330",
+			wantCandidates: 1,
+		},
+		{
 			name: "extra dirs are searched last",
 			setup: func(t *testing.T, root string, o *Options) {
 				fakeCLI(t, root, "extra/claude", "4.0.0")
@@ -354,6 +381,7 @@ func TestFindNotFound(t *testing.T) {
 		PathEnv:       pathList(filepath.Join(root, "a"), filepath.Join(root, "b")),
 		HomebrewDirs:  []string{filepath.Join(root, "brew")},
 		ExtraDirs:     []string{filepath.Join(root, "extra")},
+		CacheDir:      filepath.Join(root, "cache"),
 		LookupNpmRoot: npmRootAt(filepath.Join(root, "npm")),
 	}
 	// One install exists but is broken: it must be reported, not chosen.
@@ -376,7 +404,9 @@ func TestFindNotFound(t *testing.T) {
 		filepath.Join(root, "npm", "@anthropic-ai", "claude-code"),
 		filepath.Join(home, ".claude", "local", "claude"),
 		filepath.Join(root, "extra", "claude"),
+		"claude-relay cache: " + filepath.Join(root, "cache", "cli-*", "node_modules", ".bin", "claude"),
 		"npm install -g @anthropic-ai/claude-code",
+		"make deps",
 		"claude.path",
 		"CLAUDE_RELAY_CLAUDE_PATH",
 	} {
@@ -391,9 +421,26 @@ func TestFindNotFoundNothingSet(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
-	for _, want := range []string{"PATH: skipped (PATH not set", "nvm: skipped (HOME not set)", "npm-global: skipped"} {
+	for _, want := range []string{"PATH: skipped (PATH not set", "nvm: skipped (HOME not set)", "npm-global: skipped", "claude-relay cache: skipped"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestCacheDir(t *testing.T) {
+	skipWithoutSh(t) // the table uses Unix absolute paths
+	tests := []struct{ home, xdg, want string }{
+		{"/home/u", "", "/home/u/.cache/claude-relay"},
+		{"/home/u", "/xdg/cache", "/xdg/cache/claude-relay"},
+		{"/home/u", "rel/cache", "/home/u/.cache/claude-relay"}, // relative: ignored, per XDG
+		{"", "/xdg/cache", "/xdg/cache/claude-relay"},
+		{"", "", ""},
+		{"rel", "", ""},
+	}
+	for _, tt := range tests {
+		if got := CacheDir(filepath.FromSlash(tt.home), filepath.FromSlash(tt.xdg)); got != filepath.FromSlash(tt.want) {
+			t.Errorf("CacheDir(%q, %q) = %q, want %q", tt.home, tt.xdg, got, tt.want)
 		}
 	}
 }

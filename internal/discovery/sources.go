@@ -38,6 +38,7 @@ func (s *scan) gather(ctx context.Context, opts Options) {
 	s.dirs(SourceLocalBin, homeDir(opts.Home, ".local", "bin"), "HOME not set")
 	s.npmGlobal(ctx, opts)
 	s.dirs(SourceClaudeLocal, homeDir(opts.Home, ".claude", "local"), "HOME not set")
+	s.cache(opts.CacheDir)
 	if len(opts.ExtraDirs) > 0 {
 		s.dirs(SourceExtra, absDirs(opts.ExtraDirs), "")
 	}
@@ -76,6 +77,30 @@ func (s *scan) nvm(home string) {
 	for _, e := range entries {
 		for _, name := range claudeNames {
 			s.add(SourceNvm, filepath.Join(root, e.Name(), "bin", name))
+		}
+	}
+}
+
+// cache searches every CLI version `make deps` installed under the
+// claude-relay cache; `make run` only puts its own on PATH, so without this
+// a later plain `claude-relay run` would not find it.
+func (s *scan) cache(dir string) {
+	if dir == "" {
+		s.looked(SourceCache, "skipped (no cache directory; it needs HOME or XDG_CACHE_HOME)")
+		return
+	}
+	bin := filepath.Join("node_modules", ".bin")
+	s.looked(SourceCache, filepath.Join(dir, "cli-*", bin, claudeNames[0]))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // no cache yet: nothing to report beyond the place searched
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "cli-") {
+			continue
+		}
+		for _, name := range claudeNames {
+			s.add(SourceCache, filepath.Join(dir, e.Name(), bin, name))
 		}
 	}
 }

@@ -32,12 +32,6 @@ func Of(name string, input json.RawMessage) (string, Kind) {
 		URL         string `json:"url"`
 	}
 	_ = json.Unmarshal(input, &in)
-	or := func(s, d string) string {
-		if s == "" {
-			return d
-		}
-		return s
-	}
 	switch name {
 	case "Read":
 		return "Read " + or(in.FilePath, "file"), KindRead

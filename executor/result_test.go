@@ -1,0 +1,53 @@
+package executor
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+)
+
+func TestErrorTextSaysWhatTheCLISaid(t *testing.T) {
+	tests := []struct {
+		res  streamjson.Result
+		want string
+	}{
+		{streamjson.Result{Subtype: streamjson.ResultErrorMaxTurns}, "Maximum turns reached"},
+		{streamjson.Result{Subtype: streamjson.ResultErrorDuringExecution}, "Error during execution"},
+		{streamjson.Result{Subtype: streamjson.ResultErrorDuringExecution,
+			Errors: []string{"No conversation found with session ID: 11111111-2222-3333-4444-555555555555"}},
+			"Error during execution: No conversation found with session ID: 11111111-2222-3333-4444-555555555555"},
+		{streamjson.Result{Subtype: "success", IsError: true, Result: "Not logged in · Please run /login"},
+			"Not logged in: set ANTHROPIC_API_KEY or log in with `claude`; see `claude-relay doctor` (the CLI said: Not logged in · Please run /login)"},
+		{streamjson.Result{Subtype: "error_other"}, "Error: error_other"},
+	}
+	for _, tt := range tests {
+		if got := errorText(&tt.res); got != tt.want {
+			t.Errorf("errorText(%+v) = %q, want %q", tt.res, got, tt.want)
+		}
+	}
+}
+
+// A --resume of an unknown conversation ends with only a result that echoes
+// the requested ID: it must not become the run's conversation.
+func TestNoConversationFromAResultBeforeAnyTurn(t *testing.T) {
+	line := `{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,` +
+		`"session_id":"11111111-2222-3333-4444-555555555555","errors":["No conversation found with session ID: 11111111-2222-3333-4444-555555555555"]}`
+	m, err := streamjson.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a aggregator
+	a.add(m)
+	if a.conversationID != "" {
+		t.Errorf("conversation %q from a result with no turn", a.conversationID)
+	}
+	ok := strings.Replace(line, `"num_turns":0`, `"num_turns":1`, 1)
+	if m, err = streamjson.Decode([]byte(ok)); err != nil {
+		t.Fatal(err)
+	}
+	a.add(m)
+	if a.conversationID != "11111111-2222-3333-4444-555555555555" {
+		t.Errorf("conversation %q from a result after a turn", a.conversationID)
+	}
+}

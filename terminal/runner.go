@@ -145,7 +145,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		"resume": r.o.Resume, "fork": r.o.Fork, "prompt": r.o.Prompt})
 
 	started := time.Now()
-	code, runErr := r.execCLI(ctx, settingsPath)
+	code, stopped, runErr := r.execCLI(ctx, settingsPath)
 	elapsed := time.Since(started).Milliseconds()
 	// SessionEnd may still be in flight: give hooks a moment, then stop.
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -159,13 +159,30 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.mu.Unlock()
 	data := map[string]any{"run_id": r.o.RunID, "mode": "terminal", "exit_code": code, "conversation_id": r.res.ConversationID,
 		"result": map[string]any{"stdout": "", "stderr": "", "exitCode": code, "duration_ms": elapsed}}
-	typ := "relay.run_completed"
-	if runErr != nil {
-		typ = "relay.run_failed"
-		data["reason"] = runErr.Error()
+	typ, status, reason := outcome(code, stopped, runErr)
+	data["status"] = status
+	if reason != "" {
+		data["reason"] = reason
 	}
 	r.emit(typ, "relay", data)
 	return r.res, runErr
+}
+
+// outcome names the lifecycle event that ends a run, its status and why.
+// The backend derives the session's status from the event type alone, so
+// a CLI that exits non-zero must be a relay.run_failed, not a completed run
+// with a non-zero exit_code; a CLI we stopped (Run's ctx ended) was
+// cancelled.
+func outcome(code int, stopped bool, runErr error) (typ, status, reason string) {
+	switch {
+	case runErr != nil:
+		return "relay.run_failed", "failed", runErr.Error()
+	case stopped:
+		return "relay.run_cancelled", "cancelled", fmt.Sprintf("stopped by claude-relay; the Claude CLI exited with status %d", code)
+	case code != 0:
+		return "relay.run_failed", "failed", fmt.Sprintf("the Claude CLI exited with status %d", code)
+	}
+	return "relay.run_completed", "completed", ""
 }
 
 // args builds the interactive CLI's arguments; user values as --flag=value.
@@ -189,7 +206,9 @@ func (r *runner) args(settingsPath string) []string {
 	return a
 }
 
-func (r *runner) execCLI(ctx context.Context, settingsPath string) (int, error) {
+// execCLI runs the CLI to its end and returns its exit status (128+N for
+// signal N), and whether we stopped it because ctx ended.
+func (r *runner) execCLI(ctx context.Context, settingsPath string) (code int, stopped bool, err error) {
 	cmd := exec.Command(r.o.CLIPath, r.args(settingsPath)...)
 	cmd.Dir = r.o.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.o.Stdin, r.o.Stdout, r.o.Stderr
@@ -208,7 +227,7 @@ func (r *runner) execCLI(ctx context.Context, settingsPath string) (int, error) 
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		return 1, fmt.Errorf("start the Claude CLI %s: %w", r.o.CLIPath, err)
+		return 1, false, fmt.Errorf("start the Claude CLI %s: %w", r.o.CLIPath, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -216,22 +235,23 @@ func (r *runner) execCLI(ctx context.Context, settingsPath string) (int, error) 
 		select {
 		case err := <-exited:
 			if err == nil {
-				return 0, nil
+				return 0, stopped, nil
 			}
 			var ee *exec.ExitError
 			if errors.As(err, &ee) {
 				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return 128 + int(ws.Signal()), nil
+					return 128 + int(ws.Signal()), stopped, nil
 				}
-				return ee.ExitCode(), nil
+				return ee.ExitCode(), stopped, nil
 			}
-			return 1, fmt.Errorf("wait for the Claude CLI: %w", err)
+			return 1, stopped, fmt.Errorf("wait for the Claude CLI: %w", err)
 		case s := <-sigs:
 			if s == syscall.SIGTERM || s == syscall.SIGHUP {
 				cmd.Process.Signal(s) //nolint:errcheck // it may have just exited
 			}
 		case <-ctx.Done():
 			cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
+			stopped = true
 			ctx = context.Background()
 			go func() {
 				time.Sleep(5 * time.Second)

@@ -358,15 +358,23 @@ func TestRunForwardsHooksAndTranscript(t *testing.T) {
 	if evs[0].Type != "relay.run_started" {
 		t.Errorf("first event %s, want relay.run_started", evs[0].Type)
 	}
+	// The CLI exited 3: the run failed (the backend's session status follows
+	// the event type), saying so with the status.
 	last := evs[len(evs)-1]
 	var done struct {
 		ExitCode       int    `json:"exit_code"`
 		ConversationID string `json:"conversation_id"`
 		Mode           string `json:"mode"`
+		Status         string `json:"status"`
+		Reason         string `json:"reason"`
+		Result         struct {
+			ExitCode int `json:"exitCode"`
+		} `json:"result"`
 	}
-	if err := json.Unmarshal(last.Data, &done); err != nil || last.Type != "relay.run_completed" ||
-		done.ExitCode != 3 || done.ConversationID != fakeConv || done.Mode != "terminal" {
-		t.Errorf("last event %s %s, want relay.run_completed with exit_code 3 and conversation_id %s", last.Type, last.Data, fakeConv)
+	if err := json.Unmarshal(last.Data, &done); err != nil || last.Type != "relay.run_failed" ||
+		done.ExitCode != 3 || done.Result.ExitCode != 3 || done.Status != "failed" || !strings.Contains(done.Reason, "status 3") ||
+		done.ConversationID != fakeConv || done.Mode != "terminal" {
+		t.Errorf("last event %s %s, want relay.run_failed with exit_code 3, a reason naming it, and conversation_id %s", last.Type, last.Data, fakeConv)
 	}
 	for _, e := range evs {
 		if e.SessionID != o.SessionID || e.InteractionID != o.InteractionID {
@@ -427,11 +435,55 @@ func TestRunContextEndStopsTheCLI(t *testing.T) {
 		t.Errorf("exit code %d, want %d (died of SIGTERM)", res.ExitCode, 128+int(syscall.SIGTERM))
 	}
 	evs := ev.all()
-	if got := types(evs, ""); len(got) != 2 || got[0] != "relay.run_started" || got[1] != "relay.run_completed" {
-		t.Errorf("events %v, want relay.run_started, relay.run_completed", got)
+	// We stopped it: cancelled, not failed, although it died of SIGTERM.
+	if got := types(evs, ""); len(got) != 2 || got[0] != "relay.run_started" || got[1] != "relay.run_cancelled" {
+		t.Errorf("events %v, want relay.run_started, relay.run_cancelled", got)
+	} else if !strings.Contains(string(evs[1].Data), `"exitCode":143`) {
+		t.Errorf("relay.run_cancelled %s lacks the exit status", evs[1].Data)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmpdir, "claude-relay-terminal-*")); len(left) > 0 {
 		t.Errorf("left in TMPDIR: %v", left)
+	}
+}
+
+// TestRunOutcome: the exit status decides the lifecycle event the backend
+// derives the session's status from.
+func TestRunOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		exit         int
+		typ, status  string
+		reasonSubstr string
+	}{
+		{0, "relay.run_completed", "completed", ""},
+		{1, "relay.run_failed", "failed", "the Claude CLI exited with status 1"},
+		{42, "relay.run_failed", "failed", "the Claude CLI exited with status 42"},
+	} {
+		t.Run(fmt.Sprint("exit ", tc.exit), func(t *testing.T) {
+			transcript := filepath.Join(t.TempDir(), "t.jsonl")
+			o, ev, _ := fakeRun(t, "fakecli", fakeTranscript+"="+transcript, fmt.Sprint(fakeExit, "=", tc.exit))
+			res, err := Run(context.Background(), o)
+			if err != nil || res.ExitCode != tc.exit {
+				t.Fatalf("Run = %+v, %v; want exit %d", res, err, tc.exit)
+			}
+			evs := ev.all()
+			last := evs[len(evs)-1]
+			var done struct {
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+				Result struct {
+					ExitCode *int `json:"exitCode"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(last.Data, &done); err != nil || last.Type != tc.typ || done.Status != tc.status ||
+				done.Result.ExitCode == nil || *done.Result.ExitCode != tc.exit || !strings.Contains(done.Reason, tc.reasonSubstr) ||
+				(tc.reasonSubstr == "" && done.Reason != "") {
+				t.Errorf("last event %s %s, want %s with status %q, result.exitCode %d and reason %q",
+					last.Type, last.Data, tc.typ, tc.status, tc.exit, tc.reasonSubstr)
+			}
+			if n := len(types(evs, "relay.run_")); n != 2 {
+				t.Errorf("%d relay.run_* events, want run_started and one end", n)
+			}
+		})
 	}
 }
 

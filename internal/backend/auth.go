@@ -73,7 +73,7 @@ func isRead(r *http.Request) bool { return r.Method == http.MethodGet || r.Metho
 // JSON for everything else.
 func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, noTokens bool) {
 	if wantsPage(r) {
-		data := dashboard.LoginData{Next: r.URL.RequestURI()}
+		data := s.loginData(r.URL.RequestURI())
 		if noTokens {
 			data.Error = noTokensMessage
 			data.Disabled = true
@@ -172,15 +172,23 @@ func cookieValue(token string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// loginData is the token form going to next, naming where the default
+// token lives (the path only, never the token).
+func (s *Server) loginData(next string) dashboard.LoginData {
+	return dashboard.LoginData{Next: next, TokenFile: s.tokenFile}
+}
+
 func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
-	dashboard.WriteLogin(w, http.StatusOK, dashboard.LoginData{Next: safeNext(r.URL.Query().Get("next"))})
+	dashboard.WriteLogin(w, http.StatusOK, s.loginData(safeNext(r.URL.Query().Get("next"))))
 }
 
 // handleLogin checks the form's token and sets the cookie.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
-		dashboard.WriteLogin(w, http.StatusBadRequest, dashboard.LoginData{Error: "The form could not be read; try again."})
+		data := s.loginData("/")
+		data.Error = "The form could not be read; try again."
+		dashboard.WriteLogin(w, http.StatusBadRequest, data)
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
@@ -190,7 +198,9 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if token == "" || i < 0 {
 		s.metrics.authFailures.Inc()
 		s.log.Info("backend: dashboard login failed", "remote", r.RemoteAddr)
-		dashboard.WriteLogin(w, http.StatusUnauthorized, dashboard.LoginData{Error: "Wrong token.", Next: next})
+		data := s.loginData(next)
+		data.Error = "Wrong token."
+		dashboard.WriteLogin(w, http.StatusUnauthorized, data)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{

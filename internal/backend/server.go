@@ -36,6 +36,10 @@ type Options struct {
 	// reloaded configuration takes effect at once. Nil or empty: every route
 	// but /healthz answers 401.
 	Tokens func() []config.Secret
+	// TokenFile is the path of the generated default token when that token
+	// is among Tokens. The login page names it so a user knows where to find
+	// a token; the page never shows the token itself. Empty: no hint.
+	TokenFile string
 	// MaxBody is the largest single event body in bytes (0: 4 MiB); a batch
 	// body may be 8 times that (0: 32 MiB).
 	MaxBody int64
@@ -49,15 +53,16 @@ type Options struct {
 // Server is the reference backend's HTTP API and dashboard. Create it with
 // New, serve Handler, and call Shutdown when done.
 type Server struct {
-	store    store.Store
-	tokens   func() []config.Secret
-	maxEvent int64
-	maxBatch int64
-	log      *slog.Logger
-	metrics  *metrics
-	gatherer prometheus.Gatherer
-	hub      *hub
-	handler  http.Handler
+	store     store.Store
+	tokens    func() []config.Secret
+	tokenFile string
+	maxEvent  int64
+	maxBatch  int64
+	log       *slog.Logger
+	metrics   *metrics
+	gatherer  prometheus.Gatherer
+	hub       *hub
+	handler   http.Handler
 
 	// heartbeat is defaultHeartbeat; tests shorten it.
 	heartbeat time.Duration
@@ -82,6 +87,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		store:            opts.Store,
 		tokens:           opts.Tokens,
+		tokenFile:        opts.TokenFile,
 		maxEvent:         opts.MaxBody,
 		maxBatch:         opts.MaxBody * batchFactor,
 		log:              opts.Logger,

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,8 +37,16 @@ func newTerminalCmd(a *App) *cobra.Command {
 		Use:   "terminal [flags] (--prompt-file F | PROMPT)",
 		Short: "Run the interactive CLI in this terminal, forwarding hooks and the transcript",
 		Long: "Start the interactive Claude Code CLI attached to this terminal. Hook events and\n" +
-			"transcript lines go to the backend like background events. Exit status is the CLI's.\n" +
+			"transcript lines go to the backend like background events; when the CLI exits, the\n" +
+			"line after it says where to see them. Exit status is the CLI's, and a CLI that exits\n" +
+			"non-zero is recorded as a failed run. With no PROMPT the CLI waits for one.\n" +
 			"--prompt-file is read and removed (the extension writes it privately).",
+		Example: "  # the interactive CLI on a prompt, its hooks and transcript forwarded as it works\n" +
+			"  claude-relay terminal 'fix the failing test'\n\n" +
+			"  # follow up in the same session, resuming the conversation an earlier run printed\n" +
+			"  claude-relay terminal --session=sess-1 --resume=451bfcae-5922-4412-aa7f-5edc654b55a1 'now add a test'\n\n" +
+			"  # what the editor extension runs: the prompt from a private file, removed once read\n" +
+			"  claude-relay terminal --session=sess-1 --cwd=\"$HOME/src/app\" --prompt-file=\"$HOME/.local/share/claude-relay/prompts/prompt-1234.txt\"",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -62,11 +72,12 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		o.prompt = string(b)
 	}
 	c := a.loaded.Config
-	home, _ := a.LookupEnv("HOME")
-	path, _ := a.LookupEnv("PATH")
-	found, err := discovery.Find(ctx, discovery.Options{ConfiguredPath: c.Claude.Path, Home: home, PathEnv: path})
-	if err != nil {
+	if err := o.validate(c.Workspace); err != nil {
 		return err
+	}
+	found, err := discovery.Find(ctx, a.discoveryOptions(c.Claude.Path))
+	if err != nil {
+		return fmt.Errorf("cannot run the Claude CLI: %w; `claude-relay doctor` says where it looked and how to fix it", err)
 	}
 	backend, err := a.backend(context.WithoutCancel(ctx))
 	if err != nil {
@@ -77,13 +88,16 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
+	// Drained before the exit lines (they say the events are stored), and
+	// on every other path by the defer.
+	drain := sync.OnceFunc(func() {
 		dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
 		defer cancel()
 		if err := fwd.Stop(dctx); err != nil {
 			fmt.Fprintf(a.Stderr, "claude-relay: %v; `claude-relay spool flush` delivers them later\n", err)
 		}
-	}()
+	})
+	defer drain()
 	exe, _ := os.Executable()
 	if o.session == "" {
 		o.session = uuid.NewString()
@@ -106,6 +120,16 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		Resume: o.resume, Fork: o.fork, Continue: o.cont, Env: env,
 		SessionID: o.session, InteractionID: o.interaction, RunID: uuid.NewString(), Events: fwd, Logger: a.log,
 	})
+	if res == nil {
+		return err // nothing started, so nothing to point at
+	}
+	drain()
+	if err == nil && res.ExitCode != 0 {
+		fmt.Fprintf(a.Stdout, "run failed: the Claude CLI exited with status %d (its output above says why)\n", res.ExitCode)
+	}
+	if line := eventsLine(backend, c.Serve.Addr, o.session); line != "" {
+		fmt.Fprintln(a.Stdout, line)
+	}
 	if err != nil {
 		return err
 	}
@@ -118,6 +142,21 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		return &ExitError{Code: res.ExitCode}
 	}
 	return nil
+}
+
+// eventsLine says where a run's events can be seen, in the words `run`
+// uses: the embedded default stops with this command, so it names serve and
+// the address serve will listen on; "" when the backend has no dashboard we
+// know of (a configured backend.url).
+func eventsLine(b *backendConn, serveAddr, session string) string {
+	page := "/sessions/" + neturl.PathEscape(session)
+	switch {
+	case b.Embedded:
+		return "events stored; see them with: claude-relay serve, then open http://" + serveAddr + page
+	case b.Dashboard != "":
+		return "events: " + b.Dashboard + page
+	}
+	return ""
 }
 
 func firstNonEmpty(s ...string) string {
@@ -136,8 +175,12 @@ func firstNonEmpty(s ...string) string {
 func newHookPostCmd(a *App) *cobra.Command {
 	return &cobra.Command{
 		Use:    "hook-post URL",
+		Short:  "Post a hook input (stdin) to a terminal run's callback URL; run by the CLI, not by people",
 		Hidden: true,
-		Args:   cobra.ExactArgs(1),
+		Example: "  # a command hook from the settings `claude-relay terminal` gives the CLI (URL and secret are per run)\n" +
+			"  echo '{\"hook_event_name\":\"Notification\",\"session_id\":\"451bfcae-5922-4412-aa7f-5edc654b55a1\"}' |\n" +
+			"    claude-relay hook-post http://127.0.0.1:41234/hook/76d311e73542f1b4e518e815d967f30c9265e34b1334593c",
+		Args: cobra.ExactArgs(1),
 		// No configuration needed, and a broken one must not fail a hook.
 		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
 		RunE: func(cmd *cobra.Command, args []string) error {

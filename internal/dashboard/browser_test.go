@@ -251,7 +251,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		if err != nil || !strings.Contains(warn, "5-hour limit") {
 			t.Errorf("limit notice %q (%v)", warn, err)
 		}
-		waitJS(t, ctx, `document.getElementById('resume-cmd').textContent === "claude-relay run --resume `+conv+`"`, 10*time.Second)
+		// The follow-up lands in this session (--session), on this
+		// conversation (--resume).
+		resumeCmd := "claude-relay run --session demo --resume " + conv + " 'next prompt'"
+		waitJS(t, ctx, `document.getElementById('resume-cmd').textContent === `+jsString(resumeCmd), 10*time.Second)
 		status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("s-status")))
 		if err != nil || status != "completed" {
 			t.Errorf("status %q (%v)", status, err)
@@ -264,6 +267,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		// headless; the button then says so instead of failing silently).
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("copy-resume"))))
 		waitJS(t, ctx, `/Copied|Copy failed/.test(document.getElementById('copy-resume').textContent)`, 5*time.Second)
+		// What reaches the clipboard is the whole command: a recording
+		// clipboard stands in for the real one, which headless Chromium may
+		// deny.
+		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](
+			`window.__copied = null; navigator.clipboard.writeText = async (s) => { window.__copied = s; }; undefined`)))
+		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("copy-resume"))))
+		waitJS(t, ctx, `window.__copied !== null`, 5*time.Second)
+		copied, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.__copied`))
+		if err != nil || copied != resumeCmd {
+			t.Errorf("copied %q (%v), want %q", copied, err, resumeCmd)
+		}
 	})
 
 	t.Run("screenshot", func(t *testing.T) {

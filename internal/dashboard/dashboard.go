@@ -131,6 +131,10 @@ type LoginData struct {
 	Error    string // shown above the form
 	Next     string // where to go after logging in (a local path)
 	Disabled bool   // no token is configured: explain instead of asking
+	// TokenFile is where the generated default token is kept, named so a
+	// user knows where to find one. Only the path: the page never shows a
+	// token. Empty: no such file is accepted, so the page names none.
+	TokenFile string
 }
 
 // WriteLogin writes the token form with status. The page carries its own

@@ -449,7 +449,15 @@
     const conv = str(session.external_conversation_id);
     document.getElementById('resume').hidden = !conv;
     document.getElementById('s-conv').textContent = conv;
-    document.getElementById('resume-cmd').textContent = conv ? 'claude-relay run --resume ' + shellQuote(conv) : '';
+    document.getElementById('resume-cmd').textContent = conv ? resumeCommand(conv) : '';
+  }
+
+  // resumeCommand is the follow-up run: --session keeps it in this session
+  // (without it the run would start a new one), --resume continues the
+  // conversation, and the prompt is a placeholder to replace, as in the
+  // `resume:` line `claude-relay run` prints.
+  function resumeCommand(conv) {
+    return 'claude-relay run --session ' + shellQuote(sessionID) + ' --resume ' + shellQuote(conv) + " 'next prompt'";
   }
 
   document.getElementById('copy-resume').addEventListener('click', async (e) => {

@@ -261,3 +261,27 @@ func TestFinalFigures(t *testing.T) {
 }
 
 func regexpLine(expr string) *regexp.Regexp { return regexp.MustCompile("(?m)" + expr) }
+
+// The CLI's API retries show in the live view as they happen.
+func TestRunShowsAPIRetries(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	turn := mockapi.TextTurn("after the retry")
+	turn.Fail = &mockapi.Failure{Status: 500, RetryAfter: 10 * time.Millisecond}
+	api := mockapi.New(t, mockapi.Script{turn})
+	home, cwd := t.TempDir(), trustedDir(t, cli)
+	env := map[string]string{"HOME": home, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path}
+	cliEnv := cli.Env(t, api.URL())
+	var out, errb strings.Builder
+	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Environ:   func() []string { return cliEnv },
+		Getwd:     func() (string, error) { return cwd, nil }}
+	code := a.Run(t.Context(), []string{"run", "--max-turns=2", "hello"})
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	if code != 0 || !strings.Contains(out.String(), "after the retry") {
+		t.Fatalf("exit %d", code)
+	}
+	if !regexpLine(`^↻ API error 500.*: retrying in [0-9.]+m?s, attempt 1 of \d+$`).MatchString(out.String()) {
+		t.Error("no retry line in the live view")
+	}
+}

@@ -3,6 +3,8 @@ package extension
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // ProtocolVersion is the `protocol` of the ready event.
@@ -131,20 +133,10 @@ type Event struct {
 }
 
 // Result is seed 002's command result.
-type Result struct {
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	ExitCode   int    `json:"exitCode"`
-	DurationMS int64  `json:"duration_ms"`
-}
+type Result = wire.Result
 
 // Usage is a run's token usage.
-type Usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-}
+type Usage = wire.Usage
 
 // RunInfo describes a live run in a status event.
 type RunInfo struct {
@@ -168,19 +160,20 @@ type ForwarderInfo struct {
 
 // Error codes of error events.
 const (
-	CodeBadJSON        = "bad_json"
-	CodeUnknownAction  = "unknown_action"
-	CodeMissingField   = "missing_field"
-	CodeBadValue       = "bad_value"
-	CodeLineTooLong    = "line_too_long"
-	CodeUnknownRun     = "unknown_run"
-	CodeUnknownApprove = "unknown_approval"
-	CodeShuttingDown   = "shutting_down"
-	CodeRunConflict    = "run_exists"
-	CodeSpool          = "spool"
-	CodeAuth           = "backend_auth"
-	CodeDeadLetter     = "dead_letter"
-	CodeSpoolFull      = "spool_full"
-	CodeInternal       = "internal"
-	CodeCLINotFound    = "cli_not_found"
+	CodeBadJSON         = "bad_json"
+	CodeUnknownAction   = "unknown_action"
+	CodeMissingField    = "missing_field"
+	CodeBadValue        = "bad_value"
+	CodeLineTooLong     = "line_too_long"
+	CodeUnknownRun      = "unknown_run"
+	CodeUnknownApprove  = "unknown_approval"
+	CodeShuttingDown    = "shutting_down"
+	CodeRunConflict     = "run_exists"
+	CodeSpool           = "spool"
+	CodeAuth            = "backend_auth"
+	CodeDeadLetter      = "dead_letter"
+	CodeSpoolFull       = "spool_full"
+	CodeInternal        = "internal"
+	CodeCLINotFound     = "cli_not_found"
+	CodeMalformedOutput = "malformed_output"
 )

@@ -19,12 +19,11 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/ndjson"
+	"github.com/claude-relay/claude-relay/internal/relay"
 )
 
 // Executor runs one background run (executor.Executor).
-type Executor interface {
-	Run(ctx context.Context, req executor.Request, obs executor.Observer, ap executor.Approver) (*executor.Result, error)
-}
+type Executor = relay.Executor
 
 // Forwarder takes every event for the backend (forwarder.Forwarder).
 type Forwarder interface {
@@ -37,7 +36,7 @@ type Forwarder interface {
 type Options struct {
 	Executor     Executor
 	Forwarder    Forwarder
-	State        *State // last conversation per workspace; nil: none kept
+	State        *relay.State // last conversation per workspace; nil: none kept
 	Version      string
 	CLIPath      string
 	CLIVersion   string
@@ -57,16 +56,15 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	wmu sync.Mutex // one writer: lines never interleave
-	w   *bufio.Writer
+	wmu     sync.Mutex // one writer: lines never interleave
+	w       *bufio.Writer
+	serving bool    // the ready event is out: forwarder errors go straight out
+	early   []Event // forwarder errors reported before that
 
+	core     *relay.Core
 	mu       sync.Mutex
-	runs     map[string]*run
-	closing  bool
-	runsWG   sync.WaitGroup
-	runsCtx  context.Context
-	stopRuns context.CancelFunc
-	shutdown chan string // a reason: shutdown command, EOF, auto_shutdown, signal
+	exitWith map[string]bool // runs with exit_on_complete
+	shutdown chan string     // a reason: shutdown command, EOF, auto_shutdown, signal
 }
 
 // New returns a Server.
@@ -80,8 +78,9 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: opts.Logger, runs: map[string]*run{}, shutdown: make(chan string, 4)}
-	s.runsCtx, s.stopRuns = context.WithCancel(context.Background())
+	s := &Server{opts: opts, log: opts.Logger, exitWith: map[string]bool{}, shutdown: make(chan string, 4)}
+	s.core = relay.New(relay.Options{Executor: opts.Executor, Spool: opts.Forwarder, State: opts.State,
+		DefaultCwd: opts.DefaultCwd, CLIError: opts.CLIError, Logger: opts.Logger})
 	return s
 }
 
@@ -94,6 +93,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer, signals <-chan os.Signal) er
 	s.emit(Event{Event: EventReady, Version: s.opts.Version, Protocol: ProtocolVersion, PID: os.Getpid(),
 		CLIPath: s.opts.CLIPath, CLIVersion: s.opts.CLIVersion, CLIError: s.opts.CLIError,
 		Backend: s.opts.BackendURL, Dashboard: s.opts.DashboardURL})
+	s.emitEarly()
 	// The reader goroutine ends at EOF; a blocked read of a terminal stdin
 	// cannot be interrupted, so on shutdown we return without waiting for it.
 	go s.readCommands(in)
@@ -122,24 +122,14 @@ var ErrForced = errors.New("forced exit on a second signal")
 // stop cancels runs, waits for their final events, drains the forwarder
 // and writes the shutdown event.
 func (s *Server) stop(reason string) error {
-	s.mu.Lock()
-	s.closing = true
-	s.mu.Unlock()
-	s.stopRuns()
-	s.runsWG.Wait()
+	s.core.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
 	defer cancel()
 	err := s.opts.Forwarder.Stop(ctx)
-	ev := Event{Event: EventShutdown, Reason: reason}
+	s.emit(ShutdownEvent(reason, err, s.opts.Forwarder.Stats()))
 	if errors.Is(err, forwarder.ErrUndelivered) {
-		ev.Message = "left in the spool for later delivery: " + err.Error()
-		err = nil
-	} else if err != nil {
-		ev.Message = err.Error()
+		return nil // said in the event; the spool keeps them
 	}
-	st := s.opts.Forwarder.Stats()
-	ev.Forwarder = forwarderInfo(st)
-	s.emit(ev)
 	return err
 }
 
@@ -240,12 +230,12 @@ func requestIDOf(line []byte) string {
 }
 
 func (s *Server) status(cmd Command) {
-	s.mu.Lock()
-	runs := make([]RunInfo, 0, len(s.runs))
-	for _, r := range s.runs {
-		runs = append(runs, r.info())
+	live := s.core.Runs()
+	runs := make([]RunInfo, 0, len(live))
+	for _, r := range live {
+		runs = append(runs, RunInfo{RunID: r.RunID, SessionID: r.SessionID, InteractionID: r.InteractionID,
+			StartedAt: r.StartedAt, Approvals: r.PendingApprovals})
 	}
-	s.mu.Unlock()
 	s.emit(Event{Event: EventStatus, RequestID: cmd.RequestID, Runs: runs, State: stateOf(len(runs)),
 		Forwarder: forwarderInfo(s.opts.Forwarder.Stats())})
 }
@@ -263,20 +253,8 @@ func forwarderInfo(st forwarder.Stats) *ForwarderInfo {
 }
 
 func (s *Server) cancel(cmd Command) {
-	s.mu.Lock()
-	var targets []*run
-	for id, r := range s.runs {
-		if cmd.RunID == "" || id == cmd.RunID {
-			targets = append(targets, r)
-		}
-	}
-	s.mu.Unlock()
-	if cmd.RunID != "" && len(targets) == 0 {
+	if err := s.core.Cancel(cmd.RunID); err != nil {
 		s.emitError(cmd.RequestID, CodeUnknownRun, fmt.Sprintf("no live run %q", cmd.RunID))
-		return
-	}
-	for _, r := range targets {
-		r.cancel()
 	}
 }
 
@@ -295,20 +273,8 @@ func (s *Server) approve(cmd Command) {
 		s.emitError(cmd.RequestID, CodeBadValue, fmt.Sprintf("decision %q (allowed: allow, deny)", cmd.Decision))
 		return
 	}
-	s.mu.Lock()
-	var found bool
-	for id, r := range s.runs {
-		if cmd.RunID != "" && id != cmd.RunID {
-			continue
-		}
-		if r.answer(cmd.ApprovalID, d) {
-			found = true
-			break
-		}
-	}
-	s.mu.Unlock()
-	if !found {
-		s.emitError(cmd.RequestID, CodeUnknownApprove, fmt.Sprintf("no pending approval %q (answered, timed out or cancelled?)", cmd.ApprovalID))
+	if err := s.core.Answer(cmd.RunID, cmd.ApprovalID, d); err != nil {
+		s.emitError(cmd.RequestID, CodeUnknownApprove, err.Error())
 	}
 }
 
@@ -342,13 +308,56 @@ func (s *Server) terminal(cmd Command) {
 		InteractionID: cmd.InteractionID, Argv: argv, Cwd: cwd, Env: env})
 }
 
-// ReportForwarderError turns a forwarder problem into an error event.
+// ReportForwarderError turns a forwarder problem into an error event. One
+// reported before Serve (what the forwarder found in the spool at start)
+// waits for Serve and follows the ready event.
 func (s *Server) ReportForwarderError(e forwarder.Error) {
-	code := map[string]string{"auth": CodeAuth, "dead_letter": CodeDeadLetter, "corrupt_spool": CodeSpool, "spool_full": CodeSpoolFull}[e.Code]
-	if code == "" {
-		code = CodeSpool
+	ev := ForwarderErrorEvent(e)
+	s.wmu.Lock()
+	if !s.serving {
+		s.early = append(s.early, ev)
+		s.wmu.Unlock()
+		return
 	}
-	s.emit(Event{Event: EventError, Code: code, SessionID: e.SessionID, Message: e.Message})
+	s.wmu.Unlock()
+	s.emit(ev)
+}
+
+// ForwarderErrorEvent is the error event for a forwarder problem.
+func ForwarderErrorEvent(e forwarder.Error) Event {
+	return Event{Event: EventError, Code: forwarderCode(e.Code), SessionID: e.SessionID, Message: e.Message}
+}
+
+// forwarderCode maps a forwarder error code to the protocol's.
+func forwarderCode(c forwarder.ErrorCode) string {
+	switch c {
+	case forwarder.CodeAuth:
+		return CodeAuth
+	case forwarder.CodeDeadLetter:
+		return CodeDeadLetter
+	default: // corrupt_spool, delivery and any later code: a spool problem
+		return CodeSpool
+	}
+}
+
+// emitEarly writes the forwarder errors reported before Serve, in order;
+// ones reported meanwhile join the queue until it is empty, so none
+// overtakes an older one.
+func (s *Server) emitEarly() {
+	for {
+		s.wmu.Lock()
+		early := s.early
+		s.early = nil
+		if len(early) == 0 {
+			s.serving = true
+			s.wmu.Unlock()
+			return
+		}
+		s.wmu.Unlock()
+		for _, ev := range early {
+			s.emit(ev)
+		}
+	}
 }
 
 func (s *Server) emitError(requestID, code, msg string) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/relay"
 )
 
 func isRun(name, runID string) func(Event) bool {
@@ -147,6 +148,9 @@ func TestRunLifecycle(t *testing.T) {
 		done.TotalCostUSD == nil || *done.TotalCostUSD != 0.25 || done.InteractionID != started.InteractionID {
 		t.Errorf("run_completed %+v", done)
 	}
+	// The idle state is written after run_completed, as its own line: wait for
+	// it before reading the whole stream, or the read can end between the two.
+	h.waitFor("idle after r1", func(ev Event) bool { return ev.Event == EventState && ev.State == StateIdle })
 	var order []string
 	var n []int
 	for _, ev := range h.events() {
@@ -664,7 +668,7 @@ func TestTerminalCommand(t *testing.T) {
 func TestResumeLastSession(t *testing.T) {
 	dir := t.TempDir()
 	cwd := t.TempDir()
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.State = NewState(dir) })
+	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.State = relay.NewState(dir) })
 	h.prompt("first", "hello", PromptOptions{Cwd: cwd})
 	h.waitEvent(EventRunCompleted, "first")
 	h.prompt("second", "again", PromptOptions{Cwd: cwd + "/", ResumeLastSession: true})
@@ -685,12 +689,13 @@ func TestResumeLastSession(t *testing.T) {
 func TestForwarderErrorsBecomeErrorEvents(t *testing.T) {
 	h := newHarness(t, nil)
 	h.waitFor("ready", func(ev Event) bool { return ev.Event == EventReady })
-	for code, want := range map[string]string{"auth": CodeAuth, "dead_letter": CodeDeadLetter, "corrupt_spool": CodeSpool,
-		"spool_full": CodeSpoolFull, "something_new": CodeSpool} {
-		h.srv.ReportForwarderError(forwarder.Error{Code: code, SessionID: "s-" + code, Message: "problem " + code})
-		ev := h.waitFor(code, func(ev Event) bool { return ev.Event == EventError && ev.SessionID == "s-"+code })
-		if ev.Code != want || ev.Message != "problem "+code {
-			t.Errorf("%s became %+v", code, ev)
+	for code, want := range map[forwarder.ErrorCode]string{forwarder.CodeAuth: CodeAuth, forwarder.CodeDeadLetter: CodeDeadLetter,
+		forwarder.CodeCorruptSpool: CodeSpool, forwarder.CodeDelivery: CodeSpool, "something_new": CodeSpool} {
+		name := string(code)
+		h.srv.ReportForwarderError(forwarder.Error{Code: code, SessionID: "s-" + name, Message: "problem " + name})
+		ev := h.waitFor(name, func(ev Event) bool { return ev.Event == EventError && ev.SessionID == "s-"+name })
+		if ev.Code != want || ev.Message != "problem "+name {
+			t.Errorf("%s became %+v", name, ev)
 		}
 	}
 }
@@ -765,7 +770,7 @@ func TestRequestIDOf(t *testing.T) {
 
 func TestStateFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "nested")
-	s := NewState(dir)
+	s := relay.NewState(dir)
 	if got := s.Last("/w"); got != "" {
 		t.Errorf("empty state: %q", got)
 	}
@@ -775,7 +780,7 @@ func TestStateFile(t *testing.T) {
 	if err := s.Set("/v", "c2"); err != nil {
 		t.Fatal(err)
 	}
-	if got := NewState(dir).Last("/w"); got != "c1" {
+	if got := relay.NewState(dir).Last("/w"); got != "c1" {
 		t.Errorf("Last(/w) = %q", got)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "last_conversations.json"))
@@ -985,7 +990,7 @@ func randomCommand(rng randSource, actions []string, id string) Command {
 func validRandomCommand(c Command) bool {
 	switch c.Action {
 	case ActionPrompt:
-		return c.Prompt != nil && permissionModes[c.Options.PermissionMode]
+		return c.Prompt != nil && (c.Options.PermissionMode == "" || slices.Contains(relay.PermissionModes, c.Options.PermissionMode))
 	case ActionCancel:
 		return c.RunID == "" // a named run is never live here
 	case ActionStatus:

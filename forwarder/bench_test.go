@@ -178,6 +178,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		f.Start()
 		defer stopBench(b, f, 10*time.Millisecond)
 		if _, err := f.Enqueue(ev); err != nil { // opens the session spool
 			b.Fatal(err)
@@ -234,6 +235,7 @@ func benchDelivery(b *testing.B, sessions int, batch string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	f.Start()
 	defer stopBench(b, f, 10*time.Second)
 	evs := make([]Event, sessions)
 	for i := range evs {
@@ -285,6 +287,7 @@ func BenchmarkEnqueueToCommit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		f.Start()
 		defer stopBench(b, f, 10*time.Second)
 		evs := make([]Event, 4)
 		for i := range evs {
@@ -351,6 +354,7 @@ func BenchmarkSlowBackend(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		f.Start()
 		defer stopBench(b, f, 10*time.Millisecond)
 		t0 := time.Now()
 		for b.Loop() {

@@ -130,6 +130,7 @@ func TestCorruptSpoolIsReportedAndSkipped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			f.Start()
 			for i := range n {
 				if _, err := f.Enqueue(event("s", "i", i)); err != nil {
 					t.Fatal(err)
@@ -151,7 +152,7 @@ func TestCorruptSpoolIsReportedAndSkipped(t *testing.T) {
 			var corrupt []Error
 			opts := fastOpts(dir, up.srv.URL)
 			opts.OnError = func(e Error) {
-				if e.Code == "corrupt_spool" {
+				if e.Code == CodeCorruptSpool {
 					mu.Lock()
 					corrupt = append(corrupt, e)
 					mu.Unlock()
@@ -161,6 +162,7 @@ func TestCorruptSpoolIsReportedAndSkipped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			f.Start()
 			var want []int64
 			for q := int64(1); q <= n; q++ {
 				if !slices.Contains(tc.lost, q) {

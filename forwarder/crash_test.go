@@ -243,6 +243,7 @@ func TestCrashKeepsAcceptedEventsExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	if err := f.Stop(ctxTimeout(t, 30*time.Second)); err != nil {
 		t.Fatalf("draining the crashed spool: %v", err)
 	}

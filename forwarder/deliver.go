@@ -166,11 +166,11 @@ func (f *Forwarder) deliverLoop(s *sessionSpool) {
 		f.bytes.Add(-rd.dropped)
 		rd.dropped = 0
 		if rd.corrupt > 0 {
-			f.report(Error{Code: "corrupt_spool", SessionID: s.id, Message: rd.lastErr.Error()})
+			f.report(s, Error{Code: CodeCorruptSpool, SessionID: s.id, Message: rd.lastErr.Error()})
 			rd.corrupt = 0
 		}
 		if err != nil {
-			f.report(Error{Code: "delivery", SessionID: s.id, Message: err.Error()})
+			f.report(s, Error{Code: CodeDelivery, SessionID: s.id, Message: err.Error()})
 		}
 		if len(recs) == 0 {
 			if rd.skipped.less(rd.at) {
@@ -339,7 +339,7 @@ func (f *Forwarder) post(s *sessionSpool, u string, body []byte, eventID string)
 // the next attempt; the events stay in the spool.
 func (f *Forwarder) waitForAuth(s *sessionSpool, status int) bool {
 	tok := f.opts.Token()
-	f.report(Error{Code: "auth", SessionID: s.id, Status: status,
+	f.report(s, Error{Code: CodeAuth, SessionID: s.id, Status: status,
 		Message: fmt.Sprintf("the backend refused the token (HTTP %d); events wait in the spool until backend.token is fixed", status)})
 	deadline := time.Now().Add(f.opts.MaxBackoff)
 	for time.Now().Before(deadline) {
@@ -357,7 +357,7 @@ func (f *Forwarder) waitForAuth(s *sessionSpool, status int) bool {
 
 func (f *Forwarder) acked(s *sessionSpool, r record, n int64) {
 	if err := s.acknowledge(r.end, r.size); err != nil {
-		f.report(Error{Code: "delivery", SessionID: s.id, Message: err.Error()})
+		f.report(s, Error{Code: CodeDelivery, SessionID: s.id, Message: err.Error()})
 	}
 	f.bytes.Add(-r.size)
 	f.pending.Add(-n)
@@ -378,16 +378,16 @@ func (f *Forwarder) deadLetter(s *sessionSpool, r record, status int, reason str
 		Envelope json.RawMessage `json:"envelope"`
 	}{time.Now().UTC(), status, truncate(reason, 2048), r.payload})
 	if err := appendLine(filepath.Join(f.opts.Dir, "dead", escapeID(s.id)+".jsonl"), line); err != nil {
-		f.report(Error{Code: "delivery", SessionID: s.id, Message: "cannot write dead letter: " + err.Error()})
+		f.report(s, Error{Code: CodeDelivery, SessionID: s.id, Message: "cannot write dead letter: " + err.Error()})
 		return false
 	}
 	if err := s.acknowledge(r.end, r.size); err != nil {
-		f.report(Error{Code: "delivery", SessionID: s.id, Message: err.Error()})
+		f.report(s, Error{Code: CodeDelivery, SessionID: s.id, Message: err.Error()})
 	}
 	f.bytes.Add(-r.size)
 	f.pending.Add(-1)
 	f.dl.Add(1)
-	f.report(Error{Code: "dead_letter", SessionID: s.id, Status: status,
+	f.report(s, Error{Code: CodeDeadLetter, SessionID: s.id, Status: status,
 		Message: fmt.Sprintf("the backend refused event %s (HTTP %d: %s); kept in the dead-letter file", r.eventID, status, truncate(reason, 200))})
 	return true
 }

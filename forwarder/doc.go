@@ -18,4 +18,13 @@
 // event to a dead-letter file; 401 and 403 are reported loudly and the
 // events stay, so a fixed token delivers them. The backend de-duplicates on
 // event_id, which makes at-least-once delivery exactly-once.
+//
+// Open builds the whole forwarder, adopting the spools earlier processes
+// left, and starts no goroutine; Start then hands what Open found to the
+// error handler and begins delivery (as promtail and litestream separate
+// building from running), so the caller can wire the handler to something
+// that needs the forwarder first. Stop drains and closes.
+//
+// A session's spool is kept by one process at a time with flock(2), so the
+// package, and claude-relay with it, builds on Unix systems only.
 package forwarder

@@ -34,15 +34,27 @@ type Options struct {
 	Batch          string        // auto (detect), always or never
 	MaxBatch       int           // events per batch request (200)
 	SyncInterval   time.Duration // group fsync period (50ms); negative: fsync every event
-	OnError        func(Error)   // permanent problems: dead letters, auth, corruption
+	OnError        func(Error)   // permanent problems: dead letters, auth, corruption; see also Forwarder.OnError
 	Logger         *slog.Logger
 	Transport      http.RoundTripper // tests; nil: a pooled transport
 	Backoff        func(min, max time.Duration, attempt int, resp *http.Response) time.Duration
 }
 
+// ErrorCode says what kind of problem an Error is. Its text is stable: it
+// appears in logs and in a session's last_error file (`spool status`).
+type ErrorCode string
+
+// Error codes.
+const (
+	CodeAuth         ErrorCode = "auth"          // the backend refused the token; events wait
+	CodeDeadLetter   ErrorCode = "dead_letter"   // the backend refused an event for good
+	CodeCorruptSpool ErrorCode = "corrupt_spool" // unreadable spool bytes were skipped, or a spool could not be opened
+	CodeDelivery     ErrorCode = "delivery"      // a local failure while delivering (reading the spool, writing acks)
+)
+
 // Error is a problem the producer should hear about.
 type Error struct {
-	Code      string // auth, dead_letter, corrupt_spool, spool_full, delivery
+	Code      ErrorCode
 	SessionID string
 	Message   string
 	Status    int
@@ -68,11 +80,20 @@ type Forwarder struct {
 	log    *slog.Logger
 	client *client
 
-	mu       sync.Mutex
-	sessions map[string]*sessionSpool
-	extra    []*sessionSpool // sibling spools adopted at start, delivered then closed with the rest
-	stopped  bool
-	opening  sync.Mutex // serialises opening new session spools
+	mu        sync.Mutex
+	sessions  map[string]*sessionSpool
+	extra     []*sessionSpool // sibling spools adopted at start, delivered then closed with the rest
+	started   bool            // delivery goroutines run; before Start, attach only registers
+	stopped   bool
+	opening   sync.Mutex // serialises opening new session spools
+	startOnce sync.Once
+
+	// The error handler has its own lock, never held while calling out:
+	// report runs on delivery goroutines and must not wait on f.mu.
+	emu     sync.Mutex
+	onError func(Error)
+	held    []Error // reported before Start, handed over by Start
+	handed  bool    // Start has handed held errors over: report calls onError directly
 
 	bytes                                     atomic.Int64
 	pending, inFlight, delivered, retried, dl atomic.Int64
@@ -85,8 +106,10 @@ type Forwarder struct {
 	syncer  sync.WaitGroup
 }
 
-// Open opens the spool, adopts every session spool no other process holds,
-// and starts delivering what they contain.
+// Open opens the spool and adopts every session spool no other process
+// holds. It starts no goroutine: Start begins delivery, so the caller can
+// finish wiring (set OnError) first. Problems found while adopting are
+// logged and noted now, and handed to the error handler by Start.
 func Open(opts Options) (*Forwarder, error) {
 	if opts.Dir == "" || opts.BackendURL == "" {
 		return nil, errors.New("forwarder: Dir and BackendURL are required")
@@ -95,18 +118,76 @@ func Open(opts Options) (*Forwarder, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("spool directory %s: %w", opts.Dir, err)
 	}
-	f := &Forwarder{opts: opts, log: opts.Logger, sessions: map[string]*sessionSpool{}, drain: make(chan struct{})}
+	f := &Forwarder{opts: opts, log: opts.Logger, sessions: map[string]*sessionSpool{}, drain: make(chan struct{}),
+		onError: opts.OnError}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.client = newClient(f)
 	if err := f.adopt(); err != nil {
 		f.cancel()
+		f.closeAll()
 		return nil, err
 	}
-	if opts.SyncInterval > 0 {
+	return f, nil
+}
+
+// OnError sets the handler of permanent problems, replacing
+// Options.OnError. Set it before Start to hear what Open found; it may be
+// called at any time.
+func (f *Forwarder) OnError(fn func(Error)) {
+	f.emu.Lock()
+	f.onError = fn
+	f.emu.Unlock()
+}
+
+// Start hands the problems Open found to the error handler, then starts
+// delivering every spool (those adopted and those Enqueue opened since) and
+// the group fsync. A second Start does nothing; so does Start after Stop,
+// apart from handing over the errors.
+func (f *Forwarder) Start() { f.startOnce.Do(f.begin) }
+
+func (f *Forwarder) begin() {
+	f.handOver()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return
+	}
+	// Set under the same lock as the loop below: a spool attached from
+	// now on starts its own delivery, those before are started here, and
+	// none twice.
+	f.started = true
+	for _, s := range f.sessions {
+		f.deliver(s)
+	}
+	for _, s := range f.extra {
+		f.deliver(s)
+	}
+	if f.opts.SyncInterval > 0 {
 		f.syncer.Add(1)
 		go f.syncLoop()
 	}
-	return f, nil
+}
+
+// handOver gives the held errors to the handler in order, without holding
+// a lock while it runs; errors reported meanwhile join the queue until it
+// is empty, so none overtakes an older one.
+func (f *Forwarder) handOver() {
+	for {
+		f.emu.Lock()
+		held, fn := f.held, f.onError
+		f.held = nil
+		if len(held) == 0 {
+			f.handed = true
+			f.emu.Unlock()
+			return
+		}
+		f.emu.Unlock()
+		if fn != nil {
+			for _, e := range held {
+				fn(e)
+			}
+		}
+	}
 }
 
 func defaults(o *Options) {
@@ -160,24 +241,43 @@ func (f *Forwarder) adopt() error {
 			continue
 		}
 		if err != nil {
-			f.report(Error{Code: "corrupt_spool", SessionID: string(id), Message: err.Error()})
+			perr := Error{Code: CodeCorruptSpool, SessionID: string(id), Message: err.Error()}
+			noteError(filepath.Join(root, e.Name()), string(perr.Code)+": "+perr.Message)
+			f.report(nil, perr)
 			continue
 		}
+		f.reportRecovered(s)
+		f.mu.Lock()
 		f.attach(s)
+		f.mu.Unlock()
 	}
 	return nil
 }
 
-func (f *Forwarder) attach(s *sessionSpool) {
+// reportRecovered reports corruption that opening s found. Callers hold no
+// lock: report calls out to the handler.
+func (f *Forwarder) reportRecovered(s *sessionSpool) {
 	if s.corrupt > 0 {
-		f.report(Error{Code: "corrupt_spool", SessionID: s.id, Message: s.lastCorrup.Error()})
+		f.report(s, Error{Code: CodeCorruptSpool, SessionID: s.id, Message: s.lastCorrup.Error()})
 	}
+}
+
+// attach registers an opened spool and, once started, delivers it. The
+// caller holds f.mu.
+func (f *Forwarder) attach(s *sessionSpool) {
 	if f.sessions[s.id] == nil {
 		f.sessions[s.id] = s
 	} else {
 		f.extra = append(f.extra, s) // a sibling spool of the same session
 	}
 	f.bytes.Add(s.bytes)
+	if f.started {
+		f.deliver(s)
+	}
+}
+
+// deliver starts s's delivery goroutine; Stop waits for it.
+func (f *Forwarder) deliver(s *sessionSpool) {
 	f.workers.Add(1)
 	go f.deliverLoop(s)
 }
@@ -208,6 +308,7 @@ func (f *Forwarder) session(id string) (*sessionSpool, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.reportRecovered(s) // before f.mu: the handler must not run under it
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped {
@@ -308,18 +409,23 @@ func (f *Forwarder) Stop(ctx context.Context) error {
 	f.cancel()
 	<-done
 	f.syncer.Wait()
+	f.closeAll()
+	if left := f.bytes.Load(); left > 0 {
+		return fmt.Errorf("%w: %d bytes in %s", ErrUndelivered, left, f.opts.Dir)
+	}
+	return nil
+}
+
+// closeAll closes every spool, releasing their locks.
+func (f *Forwarder) closeAll() {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, s := range f.sessions {
 		s.close()
 	}
 	for _, s := range f.extra {
 		s.close()
 	}
-	f.mu.Unlock()
-	if left := f.bytes.Load(); left > 0 {
-		return fmt.Errorf("%w: %d bytes in %s", ErrUndelivered, left, f.opts.Dir)
-	}
-	return nil
 }
 
 // Stats returns the current figures.
@@ -338,18 +444,26 @@ func (f *Forwarder) Stats() Stats {
 
 func (f *Forwarder) setLastError(s string) { f.lastErr.Store(&s) }
 
-func (f *Forwarder) report(e Error) {
+// report keeps e as the last error (of s, when the problem is s's, for
+// `spool status`), logs it and gives it to the error handler, or holds it
+// for Start. It takes the spool it is about rather than looking it up
+// under f.mu, so it may be called from anywhere that holds no lock.
+func (f *Forwarder) report(s *sessionSpool, e Error) {
 	f.setLastError(e.Message)
-	if e.SessionID != "" {
-		noteError(filepath.Join(f.opts.Dir, "sessions", escapeID(e.SessionID)), e.Code+": "+e.Message)
-		f.mu.Lock()
-		if s := f.sessions[e.SessionID]; s != nil {
-			s.erred.Store(true)
-		}
-		f.mu.Unlock()
+	if s != nil {
+		noteError(s.dir, string(e.Code)+": "+e.Message)
+		s.erred.Store(true)
 	}
-	f.log.Warn("forwarder", "code", e.Code, "session_id", e.SessionID, "status", e.Status, "msg", e.Message)
-	if f.opts.OnError != nil {
-		f.opts.OnError(e)
+	f.log.Warn("forwarder", "code", string(e.Code), "session_id", e.SessionID, "status", e.Status, "msg", e.Message)
+	f.emu.Lock()
+	if !f.handed {
+		f.held = append(f.held, e)
+		f.emu.Unlock()
+		return
+	}
+	fn := f.onError
+	f.emu.Unlock()
+	if fn != nil {
+		fn(e)
 	}
 }

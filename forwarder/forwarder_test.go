@@ -91,6 +91,7 @@ func TestFaultsDeliverEveryEventExactlyOnceInOrder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				f.Start()
 				const sessions, perSession = 4, 60
 				var wg sync.WaitGroup
 				for s := range sessions {
@@ -142,6 +143,7 @@ func TestUnauthorizedKeepsEventsUntilTokenFixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	for i := range 5 {
 		if _, err := f.Enqueue(event("s", "i", i)); err != nil {
 			t.Fatal(err)
@@ -150,7 +152,7 @@ func TestUnauthorizedKeepsEventsUntilTokenFixed(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(errs) > 0 && errs[0].Code == "auth" && errs[0].Status == 401
+		return len(errs) > 0 && errs[0].Code == CodeAuth && errs[0].Status == 401
 	})
 	if f.Stats().DeadLettered != 0 || len(sk.committed()["s"]) != 0 {
 		t.Fatal("a 401 must not dead-letter or lose events")
@@ -171,7 +173,7 @@ func TestPermanentRejectionIsDeadLettered(t *testing.T) {
 	var dead []Error
 	opts := fastOpts(dir, sk.srv.URL)
 	opts.OnError = func(e Error) {
-		if e.Code == "dead_letter" {
+		if e.Code == CodeDeadLetter {
 			mu.Lock()
 			dead = append(dead, e)
 			mu.Unlock()
@@ -181,6 +183,7 @@ func TestPermanentRejectionIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	for i := range 6 {
 		ev := event("s", "i", i)
 		if i == 2 {
@@ -219,6 +222,7 @@ func TestRestartResumesDeliveryAndNumbering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	for i := range 10 {
 		if _, err := f.Enqueue(event("s", "i", i)); err != nil {
 			t.Fatal(err)
@@ -232,6 +236,7 @@ func TestRestartResumesDeliveryAndNumbering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f2.Start()
 	acc, err := f2.Enqueue(event("s", "i", 10))
 	if err != nil || acc.Seq != 11 {
 		t.Fatalf("numbering must continue across restarts: %+v %v", acc, err)
@@ -254,6 +259,7 @@ func TestSpoolFullFailsFast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	defer f.Stop(ctxTimeout(t, 50*time.Millisecond)) //nolint:errcheck
 	var full error
 	for i := range 100 {
@@ -280,10 +286,12 @@ func TestTwoProcessesShareASession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.Start()
 	b, err := Open(fastOpts(dir, sk.srv.URL)) // stands for a second process: flock is per open file
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.Start()
 	for i := range 5 {
 		if _, err := a.Enqueue(event("s", "background", i)); err != nil {
 			t.Fatal(err)
@@ -327,6 +335,7 @@ func TestRequeueDeadLetters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	var ids []string
 	for i := range 3 {
 		acc, err := f.Enqueue(event("s", "i", i))

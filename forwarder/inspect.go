@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -74,11 +73,7 @@ func locked(sdir string) bool {
 		return false
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return true
-	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck
-	return false
+	return lockedElsewhere(f)
 }
 
 func countPending(sdir string) (n, size int64) {

@@ -89,6 +89,7 @@ func TestHeapStaysBoundedWithLargeBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	perSession := int(backlog / sessions / 1024)
 	stop := heapPeak()
 	start := time.Now()
@@ -135,6 +136,7 @@ func TestHeapStaysBoundedWithLargeBacklog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	want := int64(drainSessions * perSession)
 	waitFor(t, 60*time.Second, func() bool { return sk.events.Load() >= want })
 	if err := f.Stop(ctxTimeout(t, 10*time.Second)); err != nil {

@@ -32,6 +32,7 @@ func TestLongOutageLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.Start()
 	const sessions = 4
 	var counts [sessions]int64
 	var wg sync.WaitGroup

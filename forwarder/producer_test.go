@@ -51,6 +51,7 @@ func runProducer() {
 		fmt.Fprintln(os.Stderr, "producer: open:", err)
 		os.Exit(2)
 	}
+	f.Start()
 	var out sync.Mutex
 	for i, sess := range cfg.Sessions {
 		go func() {

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/claude-relay/claude-relay/internal/fsutil"
 )
@@ -117,9 +116,9 @@ func openSessionDir(root, name, id string) (*sessionSpool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spool lock: %w", err)
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if busy, err := tryLock(lock); busy || err != nil {
 		lock.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if busy {
 			return nil, fmt.Errorf("%w: %s", ErrSessionLocked, id)
 		}
 		return nil, fmt.Errorf("spool lock: %w", err)

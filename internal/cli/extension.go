@@ -49,7 +49,7 @@ func runExtension(ctx context.Context, a *App) error {
 	if a.Signals != nil {
 		defer a.Signals(signals)()
 	}
-	err = h.srv.Serve(a.Stdin, a.Stdout, signals)
+	err = a.extensionServer(h).Serve(a.Stdin, a.Stdout, signals)
 	if errors.Is(err, extension.ErrForced) {
 		h.exec.KillLive() // no time for a graceful stop, but no leftovers either
 		return &ExitError{Code: 130}

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +20,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/claude-relay/claude-relay/extension"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/version"
 )
 
 // sessionFlags are the session, directory, model and resume flags that
@@ -120,8 +121,6 @@ func newRunCmd(a *App) *cobra.Command {
 	return cmd
 }
 
-var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
-
 // check validates everything that can be validated before a run starts.
 func (o *runOptions) check(a *App) error {
 	if o.prompt == "-" {
@@ -134,8 +133,8 @@ func (o *runOptions) check(a *App) error {
 	if strings.TrimSpace(o.prompt) == "" {
 		return fmt.Errorf("%w: empty prompt (give it as arguments, or - to read it from stdin)", errUsage)
 	}
-	if o.permissionMode != "" && !slices.Contains(permissionModes, o.permissionMode) {
-		return fmt.Errorf("%w: --permission-mode %q (allowed: %s)", errUsage, o.permissionMode, strings.Join(permissionModes, ", "))
+	if o.permissionMode != "" && !slices.Contains(relay.PermissionModes, o.permissionMode) {
+		return fmt.Errorf("%w: --permission-mode %q (allowed: %s)", errUsage, o.permissionMode, strings.Join(relay.PermissionModes, ", "))
 	}
 	if o.maxTurns < 0 {
 		return fmt.Errorf("%w: --max-turns %d (give a positive number of turns, or 0 for no limit)", errUsage, o.maxTurns)
@@ -164,26 +163,19 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		return err
 	}
 	defer h.backend.Close()
-	if o.session == "" {
-		o.session = uuid.NewString()
+	c := a.loaded.Config
+	core := relay.New(relay.Options{Executor: h.exec, Spool: h.fwd, State: relay.NewState(c.DataDir),
+		DefaultCwd: c.Workspace, Logger: a.log})
+	v := newView(a, o, h.backend.Dashboard, core)
+	v.embedded, v.serveAddr, v.ask, v.spoolDir = h.backend.Embedded, c.Serve.Addr, ask, c.Spool.Dir
+	h.fwd.OnError(v.forwarderError)
+	h.fwd.Start()
+	v.startSpinner()
+	defer v.stopSpinner()
+	if o.json {
+		v.emitJSON(extension.Event{Event: extension.EventReady, Version: version.Get().Version, Protocol: extension.ProtocolVersion,
+			PID: os.Getpid(), CLIPath: h.cli.path, CLIVersion: h.cli.version, Backend: h.backend.URL, Dashboard: h.backend.Dashboard})
 	}
-	runID := uuid.NewString()
-	cmdR, cmdW := io.Pipe()
-	evR, evW := io.Pipe()
-	serveErr := make(chan error, 1)
-	go func() {
-		err := h.srv.Serve(cmdR, evW, nil)
-		evW.Close()
-		serveErr <- err
-	}()
-	cmds := &commandWriter{w: cmdW}
-	// The pipes are synchronous: the view must be reading before anything
-	// is sent, or the server's ready event blocks the whole exchange.
-	v := newView(a, o, h.backend.Dashboard, o.session, cmds)
-	v.embedded, v.serveAddr, v.runID, v.ask = h.backend.Embedded, a.loaded.Config.Serve.Addr, runID, ask
-	v.spoolDir = a.loaded.Config.Spool.Dir
-	done := make(chan int, 1)
-	go func() { done <- v.consume(evR) }()
 
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	var probe sync.WaitGroup
@@ -197,11 +189,13 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	}
 	defer func() { stopProbe(); probe.Wait() }()
 
-	prompt := o.prompt
-	cmds.send(extension.Command{Action: extension.ActionPrompt, RequestID: runID, RunID: runID, SessionID: o.session, InteractionID: o.interaction,
-		Prompt: &prompt, Options: extension.PromptOptions{Cwd: o.cwd, Model: o.model, PermissionMode: o.permissionMode,
-			Approvals: o.approvals, Resume: o.resume, Fork: o.fork, Continue: o.cont, MaxTurns: o.maxTurns,
-			SystemPromptAppend: o.appendSystemPrompt, ExitOnComplete: true}})
+	run, err := core.Start(relay.Request{SessionID: o.session, InteractionID: o.interaction, Prompt: o.prompt, Cwd: o.cwd,
+		Model: o.model, PermissionMode: o.permissionMode, Approvals: o.approvals, Resume: o.resume, Fork: o.fork,
+		Continue: o.cont, MaxTurns: o.maxTurns, SystemPromptAppend: o.appendSystemPrompt}, v)
+	if err != nil {
+		h.fwd.Stop(context.Background()) //nolint:errcheck // nothing was spooled
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
 
 	signals := make(chan os.Signal, 2)
 	if a.Signals != nil {
@@ -209,43 +203,32 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	}
 	// The first signal cancels the run, which then drains and exits with
 	// 128+signal; a second one exits at once.
-	var first atomic.Value
-	forced := make(chan struct{})
-	sigDone := make(chan struct{})
-	var sigWG sync.WaitGroup
-	sigWG.Go(func() {
-		for {
-			select {
-			case <-sigDone:
-				return
-			case sig := <-signals:
-				if first.CompareAndSwap(nil, sig) {
-					cmds.send(extension.Command{Action: extension.ActionCancel, RunID: runID})
-					continue
-				}
-				close(forced)
-				return
-			}
-		}
-	})
-	defer func() { close(sigDone); sigWG.Wait() }()
-
-	var code int
+	var first os.Signal
+	code := exitFailure
 	select {
-	case code = <-done:
-	case <-forced:
-		h.exec.KillLive() // no time for a graceful stop, but no leftovers either
-		return &ExitError{Code: signalStatus(first.Load())}
+	case code = <-v.done:
+	case first = <-signals:
+		core.Cancel(run.ID()) //nolint:errcheck // it may have just ended
+		select {
+		case code = <-v.done:
+		case <-signals:
+			h.exec.KillLive() // no time for a graceful stop, but no leftovers either
+			return &ExitError{Code: signalStatus(first)}
+		}
 	}
-	cmds.close()
-	if err := <-serveErr; err != nil && !errors.Is(err, io.ErrClosedPipe) {
-		return err
-	}
-	if sig := first.Load(); sig != nil && code == exitCancelled {
-		code = signalStatus(sig)
+	core.Close()
+	dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
+	defer cancel()
+	drainErr := h.fwd.Stop(dctx)
+	v.shutdown(drainErr, h.fwd.Stats())
+	if first != nil && code == exitCancelled {
+		code = signalStatus(first)
 	}
 	if code != 0 {
 		return &ExitError{Code: code}
+	}
+	if drainErr != nil && !errors.Is(drainErr, forwarder.ErrUndelivered) {
+		return drainErr
 	}
 	return nil
 }
@@ -254,7 +237,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 const exitCancelled = 130
 
 // signalStatus is the shell's exit status for death by sig: 128+n.
-func signalStatus(sig any) int {
+func signalStatus(sig os.Signal) int {
 	if s, ok := sig.(syscall.Signal); ok {
 		return 128 + int(s)
 	}
@@ -282,31 +265,6 @@ func probeBackend(ctx context.Context, url string) error {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return nil
-}
-
-// commandWriter feeds commands to the in-process server.
-type commandWriter struct {
-	mu     sync.Mutex
-	w      *io.PipeWriter
-	closed bool
-}
-
-func (c *commandWriter) send(cmd extension.Command) {
-	b, _ := json.Marshal(cmd)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed {
-		c.w.Write(append(b, '\n')) //nolint:errcheck // a closed server has nothing to say
-	}
-}
-
-func (c *commandWriter) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed {
-		c.closed = true
-		c.w.Close()
-	}
 }
 
 // isTerminal reports whether w is a terminal.

@@ -226,7 +226,7 @@ func TestViewRendering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			v := newView(&App{Stdout: &out}, runOptions{approvals: tt.approvals}, "", "s", nil)
+			v := newView(&App{Stdout: &out}, runOptions{approvals: tt.approvals}, "", nil)
 			v.render(tt.ev)
 			if out.String() != tt.want {
 				t.Errorf("got\n%q\nwant\n%q", out.String(), tt.want)
@@ -252,7 +252,7 @@ func TestApprovalQuestionShowsWhatWillRun(t *testing.T) {
 func TestFinalFigures(t *testing.T) {
 	one := 0.0001
 	var out strings.Builder
-	v := newView(&App{Stdout: &out}, runOptions{}, "", "s", nil)
+	v := newView(&App{Stdout: &out}, runOptions{}, "", nil)
 	v.final(extension.Event{Event: extension.EventRunCompleted, SessionID: "s", Result: &extension.Result{DurationMS: 1000},
 		Usage: &extension.Usage{InputTokens: 1, OutputTokens: 1}, TotalCostUSD: &one})
 	if !strings.Contains(out.String(), "1s · 1 token in, 1 out · $0.0001") {

@@ -95,6 +95,7 @@ func runSpoolFlush(ctx context.Context, a *App, o spoolFlushOptions) error {
 	if err != nil {
 		return err
 	}
+	f.Start()
 	if o.deadLetters {
 		n, err := f.RequeueDeadLetters()
 		if err != nil {

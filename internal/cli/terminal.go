@@ -22,6 +22,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/discovery"
 	"github.com/claude-relay/claude-relay/internal/fsutil"
+	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/terminal"
 )
 
@@ -88,6 +89,7 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if err != nil {
 		return err
 	}
+	fwd.Start()
 	// Drained before the exit lines (they say the events are stored), and
 	// on every other path by the defer.
 	drain := sync.OnceFunc(func() {
@@ -134,7 +136,7 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		return err
 	}
 	if res.ConversationID != "" {
-		if err := extension.NewState(c.DataDir).Set(o.cwd, res.ConversationID); err != nil {
+		if err := relay.NewState(c.DataDir).Set(o.cwd, res.ConversationID); err != nil {
 			a.log.Warn("cannot remember the last conversation", "err", err)
 		}
 	}

@@ -3,31 +3,32 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
-	"github.com/claude-relay/claude-relay/internal/ndjson"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/tooltitle"
 )
 
-// view renders a run's events: the events themselves with --json, a live
-// view on a terminal, plain lines otherwise.
+// view shows a run: its protocol events with --json, a live view on a
+// terminal, plain lines otherwise. It is the run's relay.Sink.
 type view struct {
 	a         *App
 	o         runOptions
 	dashboard string
+	core      *relay.Core
 	embedded  bool   // the backend ends with this run
 	serveAddr string // where `claude-relay serve` will listen
-	session   string
-	runID     string
-	cmds      *commandWriter
 	tty       bool
 	ask       *ttyAsker // with --approvals: the terminal to ask on
 	spoolDir  string
+	json      *extension.Writer
+	done      chan int // the run's exit status, once it ended
 
 	mu       sync.Mutex
 	start    time.Time
@@ -35,66 +36,94 @@ type view struct {
 	outTok   int64
 	spinning bool
 	stop     chan struct{}
+	spinWG   sync.WaitGroup
 }
 
-func newView(a *App, o runOptions, dashboard, session string, cmds *commandWriter) *view {
-	return &view{a: a, o: o, dashboard: dashboard, session: session, cmds: cmds,
+func newView(a *App, o runOptions, dashboard string, core *relay.Core) *view {
+	v := &view{a: a, o: o, dashboard: dashboard, core: core, done: make(chan int, 1),
 		tty: !o.json && isTerminal(a.Stdout), start: time.Now(), status: "starting", stop: make(chan struct{})}
+	if o.json {
+		v.json = extension.NewWriter(a.Stdout)
+	}
+	return v
 }
 
-// consume reads events until the server's shutdown event and returns the
-// exit status of the run.
-func (v *view) consume(r io.Reader) int {
-	code := 1
-	lr := ndjson.NewReader(r, 0)
+// startSpinner starts the spinner on a terminal; stopSpinner stops it and
+// waits for it.
+func (v *view) startSpinner() {
 	if v.tty {
-		go v.spin()
-		defer close(v.stop)
+		v.spinWG.Go(v.spin)
 	}
-	for {
-		line, err := lr.Next()
-		if line == nil && err != nil {
-			return code
+}
+
+func (v *view) stopSpinner() {
+	v.mu.Lock()
+	select {
+	case <-v.stop:
+	default:
+		close(v.stop)
+	}
+	v.mu.Unlock()
+	v.spinWG.Wait()
+}
+
+// Event implements relay.Sink: each run event becomes its protocol events,
+// shown as they come.
+func (v *view) Event(e relay.Event) {
+	for _, ev := range extension.EventsOf(e) {
+		v.handle(ev)
+	}
+}
+
+func (v *view) handle(ev extension.Event) {
+	if v.json != nil {
+		v.emitJSON(ev)
+	}
+	switch ev.Event {
+	case extension.EventRunCompleted, extension.EventRunFailed, extension.EventRunCancelled:
+		code := ev.Result.ExitCode
+		if ev.Event == extension.EventRunCancelled {
+			code = exitCancelled
 		}
-		var ev extension.Event
-		if json.Unmarshal(line, &ev) != nil {
-			continue
+		if v.json == nil {
+			v.final(ev)
 		}
-		if v.o.json {
-			fmt.Fprintf(v.a.Stdout, "%s\n", line)
-		}
-		switch ev.Event {
-		case extension.EventRunCompleted, extension.EventRunFailed, extension.EventRunCancelled:
-			code = ev.Result.ExitCode
-			if ev.Event == extension.EventRunCancelled {
-				// exit_on_complete does not end the helper after a cancel
-				// (an editor may go on); this view has nothing left to show.
-				code = exitCancelled
-				v.cmds.send(extension.Command{Action: extension.ActionShutdown})
-			}
-			if !v.o.json {
-				v.final(ev)
-			}
-		case extension.EventShutdown:
-			if ev.Message != "" {
-				// Events the drain deadline left behind: say so (CONTRACT §3).
-				fmt.Fprintln(v.a.Stderr, "claude-relay:", v.leftover(ev))
-			}
-			return code
-		case extension.EventError:
-			if ev.RequestID != "" && ev.RunID == "" && ev.RequestID == v.runID {
-				// The prompt itself was refused: no run, so no run event comes.
-				fmt.Fprintln(v.a.Stderr, "claude-relay:", ev.Message)
-				v.cmds.send(extension.Command{Action: extension.ActionShutdown})
-				code = exitUsage
-				continue
-			}
-		case extension.EventApprovalRequested:
-			v.approve(ev)
-		}
-		if !v.o.json {
-			v.render(ev)
-		}
+		v.done <- code
+		return
+	case extension.EventApprovalRequested:
+		v.approve(ev)
+	}
+	if v.json == nil {
+		v.render(ev)
+	}
+}
+
+func (v *view) emitJSON(ev extension.Event) {
+	if err := v.json.Emit(ev); err != nil {
+		v.a.log.Debug("stdout closed", "err", err)
+	}
+}
+
+// forwarderError shows a delivery problem (a refused token, a dead
+// letter) as it happens.
+func (v *view) forwarderError(e forwarder.Error) {
+	ev := extension.ForwarderErrorEvent(e)
+	if v.json != nil {
+		v.emitJSON(ev)
+		return
+	}
+	v.render(ev)
+}
+
+// shutdown says what the drain left behind: the shutdown event with
+// --json, one sentence on stderr otherwise (CONTRACT §3).
+func (v *view) shutdown(drainErr error, st forwarder.Stats) {
+	ev := extension.ShutdownEvent("run ended", drainErr, st)
+	if v.json != nil {
+		v.emitJSON(ev)
+	}
+	if ev.Message != "" {
+		fmt.Fprintln(v.a.Stderr, "claude-relay:", v.leftover(ev))
 	}
 }
 
@@ -262,12 +291,8 @@ func (v *view) final(ev extension.Event) {
 // ask; without it (never expected) the tool is denied, never allowed.
 func (v *view) approve(ev extension.Event) {
 	answer := func(allow bool, reason string) {
-		d := "deny"
-		if allow {
-			d = "allow"
-		}
-		v.cmds.send(extension.Command{Action: extension.ActionApprove, RunID: ev.RunID, ApprovalID: ev.ApprovalID, Decision: d,
-			Reason: reason})
+		// A gone approval (cancelled, timed out) needs no answer.
+		_ = v.core.Answer(ev.RunID, ev.ApprovalID, executor.Decision{Allow: allow, Reason: reason})
 	}
 	if v.ask == nil {
 		answer(false, "no terminal to ask on")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/claude-relay/claude-relay/executor"
@@ -12,6 +11,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/discovery"
 	"github.com/claude-relay/claude-relay/internal/proc"
+	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/version"
 )
 
@@ -47,17 +47,18 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	return e, info
 }
 
-// helper is an extension server with its forwarder and backend.
+// helper is what a front end runs on: the executor, the forwarder (opened,
+// not started: the front end sets its error handler first), the backend.
 type helper struct {
 	exec    *executor.Executor
-	srv     *extension.Server
 	fwd     *forwarder.Forwarder
 	backend *backendConn
+	cli     cliInfo
 }
 
-// newHelper wires executor, forwarder and backend into an extension server.
-// With requireCLI, a missing CLI is an error before the backend and the
-// spool are touched; without, the ready event reports it.
+// newHelper finds the CLI and opens the backend and the forwarder. With
+// requireCLI, a missing CLI is an error before the backend and the spool are
+// touched; without, the front end reports it.
 func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	exec, info := a.newExecutor(ctx)
 	if requireCLI && info.err != "" {
@@ -67,25 +68,26 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	if err != nil {
 		return nil, err
 	}
-	var srv atomic.Pointer[extension.Server]
-	fo := a.forwarderOptions(backend)
-	fo.OnError = func(e forwarder.Error) {
-		if s := srv.Load(); s != nil {
-			s.ReportForwarderError(e)
-		}
-	}
-	fwd, err := forwarder.Open(fo)
+	fwd, err := forwarder.Open(a.forwarderOptions(backend))
 	if err != nil {
 		backend.Close()
 		return nil, err
 	}
+	return &helper{exec: exec, fwd: fwd, backend: backend, cli: info}, nil
+}
+
+// extensionServer builds the extension server over h and starts the
+// forwarder: what Open found in the spool reaches the server (and the
+// extension, after ready), and so does everything after.
+func (a *App) extensionServer(h *helper) *extension.Server {
 	c := a.loaded.Config
 	s := extension.New(extension.Options{
-		Executor: exec, Forwarder: fwd, State: extension.NewState(c.DataDir), Version: version.Get().Version,
-		CLIPath: info.path, CLIVersion: info.version, CLIError: info.err,
-		BackendURL: backend.URL, DashboardURL: backend.Dashboard, DefaultCwd: c.Workspace,
+		Executor: h.exec, Forwarder: h.fwd, State: relay.NewState(c.DataDir), Version: version.Get().Version,
+		CLIPath: h.cli.path, CLIVersion: h.cli.version, CLIError: h.cli.err,
+		BackendURL: h.backend.URL, DashboardURL: h.backend.Dashboard, DefaultCwd: c.Workspace,
 		DrainTimeout: c.Forwarder.DrainTimeout, Logger: a.log, Terminal: a.terminalCommand,
 	})
-	srv.Store(s)
-	return &helper{exec: exec, srv: s, fwd: fwd, backend: backend}, nil
+	h.fwd.OnError(s.ReportForwarderError)
+	h.fwd.Start()
+	return s
 }

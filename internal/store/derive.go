@@ -7,14 +7,17 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
-// Event types the derivation rules look at (CONTRACT §6).
+// Event types the derivation rules look at (CONTRACT §6): the relay's
+// lifecycle events, as the helper and the terminal runner write them.
 const (
-	EventRunStarted   = "relay.run_started"
-	EventRunCompleted = "relay.run_completed"
-	EventRunFailed    = "relay.run_failed"
-	EventRunCancelled = "relay.run_cancelled"
+	EventRunStarted   = wire.TypeRunStarted
+	EventRunCompleted = wire.TypeRunCompleted
+	EventRunFailed    = wire.TypeRunFailed
+	EventRunCancelled = wire.TypeRunCancelled
 	EventResult       = "result" // the CLI's final event of a turn
 )
 
@@ -167,16 +170,6 @@ func jsonInt(raw json.RawMessage) int64 {
 		return 0
 	}
 	return int64(f)
-}
-
-// Add returns u plus v.
-func (u Usage) Add(v Usage) Usage {
-	return Usage{
-		InputTokens:              u.InputTokens + v.InputTokens,
-		OutputTokens:             u.OutputTokens + v.OutputTokens,
-		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
-	}
 }
 
 // Interaction is the aggregate of one interaction's events that the

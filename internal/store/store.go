@@ -29,6 +29,8 @@
 package store
 
 import (
+	"github.com/claude-relay/claude-relay/internal/wire"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,13 +60,8 @@ type Event struct {
 	Cursor        int64           `json:"cursor"` // per-session, assigned in arrival order, from 1
 }
 
-// Usage is token usage summed over a session's results.
-type Usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-}
+// Usage is token usage, summed over a session's results.
+type Usage = wire.Usage
 
 // ConversationRef is one conversation ID a session had, for showing forks.
 type ConversationRef struct {

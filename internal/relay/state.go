@@ -1,4 +1,4 @@
-package extension
+package relay
 
 import (
 	"encoding/json"

@@ -1,0 +1,110 @@
+package extension
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/relay"
+)
+
+// EventsOf is the protocol events a run's event becomes, in order: the one
+// translation from the run core to the protocol, shared by the server and
+// `claude-relay run --json`.
+func EventsOf(e relay.Event) []Event {
+	ev := Event{RunID: e.RunID, SessionID: e.SessionID}
+	switch e.Kind {
+	case relay.KindStarted:
+		ev.Event, ev.RequestID, ev.InteractionID, ev.Cwd = EventRunStarted, e.RequestID, e.InteractionID, e.Cwd
+		if e.Live == 1 {
+			return []Event{ev, {Event: EventState, State: StateRunning}}
+		}
+	case relay.KindStream:
+		ev.Event, ev.Payload = EventStream, e.Line
+	case relay.KindApprovalRequested:
+		a := e.Approval
+		ev.Event, ev.ApprovalID, ev.ToolName, ev.Input, ev.ToolUseID, ev.Title, ev.Message =
+			EventApprovalRequested, a.ID, a.ToolName, a.Input, a.ToolUseID, a.Title, a.Description
+	case relay.KindApprovalCancelled:
+		ev.Event, ev.ApprovalID, ev.Reason = EventApprovalCancelled, e.Approval.ID, e.Reason
+	case relay.KindLimitNotice:
+		ev.Event, ev.Message = EventLimitNotice, e.Text
+	case relay.KindMalformed:
+		ev.Event, ev.Code, ev.Message = EventError, CodeMalformedOutput, "the CLI wrote a line that is not JSON: "+e.Text
+	case relay.KindSpoolError:
+		ev.Event, ev.Code, ev.Message = EventError, CodeSpool, "event not spooled: "+e.Err.Error()
+		if errors.Is(e.Err, forwarder.ErrSpoolFull) {
+			ev.Code = CodeSpoolFull
+		}
+	case relay.KindEnded:
+		end := e.End
+		res := end.Result
+		ev.InteractionID, ev.Result, ev.ConversationID, ev.Usage, ev.TotalCostUSD, ev.Reason =
+			e.InteractionID, &res, end.ConversationID, end.Usage, end.TotalCostUSD, end.Reason
+		switch end.Status {
+		case executor.StatusCompleted:
+			ev.Event = EventRunCompleted
+		case executor.StatusCancelled:
+			ev.Event = EventRunCancelled
+		default:
+			ev.Event = EventRunFailed
+		}
+		if e.Live == 0 {
+			return []Event{ev, {Event: EventState, State: StateIdle}}
+		}
+	default:
+		return nil
+	}
+	return []Event{ev}
+}
+
+// ShutdownEvent is the last event: why, and what the forwarder's drain
+// (drainErr, from Forwarder.Stop) left behind.
+func ShutdownEvent(reason string, drainErr error, st forwarder.Stats) Event {
+	ev := Event{Event: EventShutdown, Reason: reason, Forwarder: forwarderInfo(st)}
+	if errors.Is(drainErr, forwarder.ErrUndelivered) {
+		ev.Message = "left in the spool for later delivery: " + drainErr.Error()
+	} else if drainErr != nil {
+		ev.Message = drainErr.Error()
+	}
+	return ev
+}
+
+// Writer writes events as protocol lines: one JSON object per line, never
+// interleaved, nothing after the shutdown event.
+type Writer struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+// NewWriter writes events to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 64<<10)} }
+
+// Emit stamps ev and writes it. HTML escaping is off so that a stream
+// payload (the CLI's compact line) goes out byte for byte, "<" and all.
+func (w *Writer) Emit(ev Event) error {
+	ev.Timestamp = time.Now().UTC()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil { // Encode ends the line
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.w == nil {
+		return nil
+	}
+	w.w.Write(buf.Bytes()) //nolint:errcheck // Flush reports it
+	err := w.w.Flush()
+	if ev.Event == EventShutdown {
+		w.w = nil
+	}
+	return err
+}

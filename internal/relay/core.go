@@ -1,0 +1,261 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// Executor runs one background run (executor.Executor).
+type Executor interface {
+	Run(ctx context.Context, req executor.Request, obs executor.Observer, ap executor.Approver) (*executor.Result, error)
+}
+
+// Spool takes every event for the backend (forwarder.Forwarder).
+type Spool interface {
+	Enqueue(forwarder.Event) (forwarder.Accepted, error)
+}
+
+// Options configure a Core; zero values mean the defaults.
+type Options struct {
+	Executor   Executor
+	Spool      Spool
+	State      *State // last conversation per workspace; nil: none kept
+	DefaultCwd string // cwd of a request that names none
+	CLIError   string // why no CLI was found; non-blank prompts are refused
+	Logger     *slog.Logger
+}
+
+// Core owns the live runs.
+type Core struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	runs    map[string]*Run
+	closing bool
+	wg      sync.WaitGroup
+	ctx     context.Context
+	stop    context.CancelFunc
+}
+
+// New returns a Core.
+func New(opts Options) *Core {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Core{opts: opts, log: opts.Logger, runs: map[string]*Run{}}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	return c
+}
+
+// Request is one prompt to run.
+type Request struct {
+	RequestID     string // echoed in KindStarted
+	RunID         string // generated when empty
+	SessionID     string // generated when empty
+	InteractionID string // generated when empty
+	Prompt        string
+
+	Cwd                string // DefaultCwd when empty
+	Model              string
+	PermissionMode     string
+	Approvals          bool
+	Resume             string
+	ResumeLastSession  bool // resume the cwd's last conversation when Resume is empty
+	Fork               bool
+	Continue           bool
+	MaxTurns           int
+	SystemPromptAppend string
+	Env                map[string]string
+	AdditionalArgs     []string
+}
+
+// RefuseCode says why a request was refused.
+type RefuseCode int
+
+// Reasons to refuse a request.
+const (
+	RefuseBadValue     RefuseCode = iota + 1 // an option is wrong
+	RefuseNoCLI                              // no Claude CLI to run
+	RefuseShuttingDown                       // the Core is closing
+	RefuseRunExists                          // the run ID is live already
+)
+
+// RefusedError is a request the Core did not start: nothing was spooled and
+// no event was sent.
+type RefusedError struct {
+	Code    RefuseCode
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+func refuse(code RefuseCode, format string, args ...any) error {
+	return &RefusedError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// PermissionModes are the modes a request may name.
+var PermissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+
+// Start validates req and starts it; its events go to sink. A refused
+// request returns a *RefusedError before anything is spooled.
+func (c *Core) Start(req Request, sink Sink) (*Run, error) {
+	if err := c.check(&req); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return nil, refuse(RefuseShuttingDown, "shutting down: no new runs")
+	}
+	if _, dup := c.runs[req.RunID]; dup {
+		c.mu.Unlock()
+		return nil, refuse(RefuseRunExists, "run %q is already live", req.RunID)
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, started: time.Now(),
+		cancel: cancel, sink: sink, pending: map[string]chan executor.Decision{}}
+	c.runs[r.id] = r
+	c.wg.Add(1)
+	// Under mu, so Live counts reach every sink in order.
+	sink.Event(Event{Kind: KindStarted, RunID: r.id, SessionID: r.session, InteractionID: r.inter, RequestID: req.RequestID,
+		Cwd: req.Cwd, Live: len(c.runs)})
+	c.mu.Unlock()
+
+	er := executor.Request{RunID: r.id, Prompt: req.Prompt, Cwd: req.Cwd, Model: req.Model,
+		PermissionMode: streamjson.PermissionMode(req.PermissionMode), Approvals: req.Approvals, Resume: req.Resume,
+		Fork: req.Fork, Continue: req.Continue, MaxTurns: req.MaxTurns, AppendSystemPrompt: req.SystemPromptAppend,
+		Env: req.Env, AdditionalArgs: req.AdditionalArgs}
+	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Prompt: req.Prompt, Cwd: req.Cwd, Model: req.Model,
+		PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue, Approvals: req.Approvals})
+	go func() {
+		defer c.wg.Done()
+		defer cancel()
+		res, err := c.opts.Executor.Run(ctx, er, r, r)
+		r.finish(er.Cwd, res, err)
+	}()
+	return r, nil
+}
+
+// check fills req's defaults and says why it cannot start, in words a user
+// can act on.
+func (c *Core) check(req *Request) error {
+	if req.RunID == "" {
+		req.RunID = uuid.NewString()
+	}
+	if req.SessionID == "" {
+		req.SessionID = uuid.NewString()
+	}
+	if req.InteractionID == "" {
+		req.InteractionID = uuid.NewString()
+	}
+	if req.Cwd == "" {
+		req.Cwd = c.opts.DefaultCwd
+	}
+	if req.PermissionMode != "" && !slices.Contains(PermissionModes, req.PermissionMode) {
+		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", req.PermissionMode, strings.Join(PermissionModes, ", "))
+	}
+	if req.ResumeLastSession && req.Resume == "" && c.opts.State != nil {
+		req.Resume = c.opts.State.Last(req.Cwd)
+	}
+	if req.Fork && req.Resume == "" && !req.Continue {
+		return refuse(RefuseBadValue, "fork needs resume (the conversation to fork) or continue")
+	}
+	if req.Cwd != "" {
+		fi, err := os.Stat(req.Cwd)
+		switch {
+		case err != nil:
+			return refuse(RefuseBadValue, "cwd %q: %v", req.Cwd, errors.Unwrap(err))
+		case !fi.IsDir():
+			return refuse(RefuseBadValue, "cwd %q is not a directory", req.Cwd)
+		}
+	}
+	// A blank prompt completes without the CLI (seed 002), so it needs none.
+	if c.opts.CLIError != "" && strings.TrimSpace(req.Prompt) != "" {
+		return refuse(RefuseNoCLI, "cannot run the Claude CLI: %s (`claude-relay doctor` says where it looked and how to fix it)", c.opts.CLIError)
+	}
+	return nil
+}
+
+// ErrUnknownRun: no live run has the ID.
+var ErrUnknownRun = errors.New("no live run")
+
+// Cancel stops the run runID (every run when runID is empty): interrupt,
+// then signals to its whole process tree. Its KindEnded follows.
+func (c *Core) Cancel(runID string) error {
+	c.mu.Lock()
+	var targets []*Run
+	for id, r := range c.runs {
+		if runID == "" || id == runID {
+			targets = append(targets, r)
+		}
+	}
+	c.mu.Unlock()
+	if runID != "" && len(targets) == 0 {
+		return fmt.Errorf("%w %q", ErrUnknownRun, runID)
+	}
+	for _, r := range targets {
+		r.cancel()
+	}
+	return nil
+}
+
+// ErrUnknownApproval: no pending approval has the ID.
+var ErrUnknownApproval = errors.New("no pending approval")
+
+// Answer decides a pending approval; runID, when set, narrows the search.
+func (c *Core) Answer(runID, approvalID string, d executor.Decision) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, r := range c.runs {
+		if runID != "" && id != runID {
+			continue
+		}
+		if r.answer(approvalID, d) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %q (answered, timed out or cancelled?)", ErrUnknownApproval, approvalID)
+}
+
+// RunInfo describes a live run.
+type RunInfo struct {
+	RunID, SessionID, InteractionID string
+	StartedAt                       time.Time
+	PendingApprovals                int
+}
+
+// Runs lists the live runs.
+func (c *Core) Runs() []RunInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]RunInfo, 0, len(c.runs))
+	for _, r := range c.runs {
+		out = append(out, r.info())
+	}
+	return out
+}
+
+// Close refuses new runs, cancels the live ones and waits until each has
+// delivered its KindEnded. It is idempotent.
+func (c *Core) Close() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	c.stop()
+	c.wg.Wait()
+}

@@ -1,0 +1,266 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// fakeExec plays a run by its prompt: "lines N", "approve", "block".
+type fakeExec struct{}
+
+func (fakeExec) Run(ctx context.Context, req executor.Request, obs executor.Observer, ap executor.Approver) (*executor.Result, error) {
+	line := func(i int) {
+		b := []byte(`{"type":"assistant","session_id":"conv-1","n":` + string(rune('0'+i)) + `}`)
+		m, _ := streamjson.Decode(b)
+		obs.Event(executor.Event{Kind: executor.EventLine, RunID: req.RunID, Line: b, Message: m})
+	}
+	switch req.Prompt {
+	case "block":
+		line(0)
+		<-ctx.Done()
+		return &executor.Result{Status: executor.StatusCancelled, CommandResult: executor.CommandResult{ExitCode: 130}}, nil
+	case "approve":
+		d, err := ap.Approve(ctx, executor.ApprovalRequest{RunID: req.RunID, ApprovalID: "a1", ToolName: "Bash",
+			Input: json.RawMessage(`{"command":"rm -rf x","description":"tidy"}`)})
+		if err != nil || !d.Allow {
+			return &executor.Result{Status: executor.StatusCompleted, CommandResult: executor.CommandResult{Stdout: "denied"}}, nil
+		}
+	}
+	for i := range 3 {
+		line(i)
+	}
+	return &executor.Result{Status: executor.StatusCompleted, ConversationID: "conv-1", HasUsage: true,
+		Usage: streamjson.Usage{InputTokens: 2, OutputTokens: 3}, TotalCostUSD: 0.5,
+		CommandResult: executor.CommandResult{Stdout: "done"}}, nil
+}
+
+// fakeSpool records what it took; fail makes it refuse.
+type fakeSpool struct {
+	mu   sync.Mutex
+	evs  []forwarder.Event
+	fail error
+}
+
+func (s *fakeSpool) Enqueue(ev forwarder.Event) (forwarder.Accepted, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return forwarder.Accepted{}, s.fail
+	}
+	s.evs = append(s.evs, ev)
+	return forwarder.Accepted{}, nil
+}
+
+func (s *fakeSpool) has(line []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.evs {
+		if string(e.Data) == string(line) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *fakeSpool) types() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t []string
+	for _, e := range s.evs {
+		t = append(t, e.Type)
+	}
+	return t
+}
+
+// recorder is a sink that checks the spool-first rule as events arrive.
+type recorder struct {
+	t     *testing.T
+	spool *fakeSpool
+	mu    sync.Mutex
+	evs   []Event
+	ended chan Event
+	onApp func(Event)
+}
+
+func newRecorder(t *testing.T, s *fakeSpool) *recorder {
+	return &recorder{t: t, spool: s, ended: make(chan Event, 8)}
+}
+
+func (r *recorder) Event(e Event) {
+	if e.Kind == KindStream && !r.spool.has(e.Line) {
+		r.t.Errorf("a line reached the front end before the spool: %s", e.Line)
+	}
+	r.mu.Lock()
+	r.evs = append(r.evs, e)
+	r.mu.Unlock()
+	if e.Kind == KindApprovalRequested && r.onApp != nil {
+		go r.onApp(e)
+	}
+	if e.Kind == KindEnded {
+		r.ended <- e
+	}
+}
+
+func (r *recorder) wait(t *testing.T) Event {
+	t.Helper()
+	select {
+	case e := <-r.ended:
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("run never ended")
+		return Event{}
+	}
+}
+
+func (r *recorder) kinds() []Kind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var k []Kind
+	for _, e := range r.evs {
+		k = append(k, e.Kind)
+	}
+	return k
+}
+
+func TestRunSpoolsBeforeShowing(t *testing.T) {
+	spool := &fakeSpool{}
+	c := New(Options{Executor: fakeExec{}, Spool: spool, State: NewState(t.TempDir()), DefaultCwd: t.TempDir()})
+	defer c.Close()
+	rec := newRecorder(t, spool)
+	if _, err := c.Start(Request{RunID: "r", SessionID: "s", Prompt: "lines"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	end := rec.wait(t)
+	if end.End.Status != executor.StatusCompleted || end.End.ConversationID != "conv-1" || *end.End.TotalCostUSD != 0.5 ||
+		end.End.Usage.OutputTokens != 3 || end.Live != 0 {
+		t.Errorf("end %+v", end.End)
+	}
+	want := []Kind{KindStarted, KindStream, KindStream, KindStream, KindEnded}
+	if got := rec.kinds(); !slices.Equal(got, want) {
+		t.Errorf("kinds %v, want %v", got, want)
+	}
+	types := spool.types()
+	if types[0] != wire.TypeRunStarted || types[len(types)-1] != wire.TypeRunCompleted {
+		t.Errorf("spooled %v", types)
+	}
+	var ended wire.RunEnded
+	spool.mu.Lock()
+	json.Unmarshal(spool.evs[len(spool.evs)-1].Data, &ended) //nolint:errcheck
+	spool.mu.Unlock()
+	if ended.Status != "completed" || ended.ConversationID != "conv-1" || ended.Result.Stdout != "done" {
+		t.Errorf("relay.run_completed %+v", ended)
+	}
+	if got := c.opts.State.Last(c.opts.DefaultCwd); got != "conv-1" {
+		t.Errorf("last conversation %q", got)
+	}
+}
+
+func TestSpoolFailureHidesTheLine(t *testing.T) {
+	spool := &fakeSpool{fail: forwarder.ErrSpoolFull}
+	c := New(Options{Executor: fakeExec{}, Spool: spool})
+	defer c.Close()
+	rec := newRecorder(t, spool)
+	if _, err := c.Start(Request{Prompt: "lines"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t)
+	for _, e := range rec.evs {
+		if e.Kind == KindStream {
+			t.Errorf("a line not in the spool was shown: %s", e.Line)
+		}
+	}
+	if k := rec.kinds(); !slices.Contains(k, KindSpoolError) {
+		t.Errorf("no spool error in %v", k)
+	}
+}
+
+func TestApprovalsThroughTheCore(t *testing.T) {
+	spool := &fakeSpool{}
+	c := New(Options{Executor: fakeExec{}, Spool: spool})
+	defer c.Close()
+	rec := newRecorder(t, spool)
+	rec.onApp = func(e Event) {
+		if e.Approval.Title != "$ rm -rf x — tidy" {
+			t.Errorf("title %q", e.Approval.Title)
+		}
+		if err := c.Answer("other-run", e.Approval.ID, executor.Decision{Allow: true}); !errors.Is(err, ErrUnknownApproval) {
+			t.Errorf("answer on another run: %v", err)
+		}
+		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}); err != nil {
+			t.Error(err)
+		}
+		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}); !errors.Is(err, ErrUnknownApproval) {
+			t.Errorf("second answer: %v", err)
+		}
+	}
+	if _, err := c.Start(Request{RunID: "ap", Prompt: "approve"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if end := rec.wait(t); end.End.Result.Stdout != "done" {
+		t.Errorf("allowed run ended with %+v", end.End.Result)
+	}
+}
+
+func TestRefusedBeforeAnything(t *testing.T) {
+	spool := &fakeSpool{}
+	tests := []struct {
+		req  Request
+		opts Options
+		code RefuseCode
+		msg  string
+	}{
+		{Request{Prompt: "x", Cwd: "/nonexistent"}, Options{}, RefuseBadValue, `cwd "/nonexistent": no such file or directory`},
+		{Request{Prompt: "x", Fork: true}, Options{}, RefuseBadValue, "fork needs resume"},
+		{Request{Prompt: "x", PermissionMode: "yolo"}, Options{}, RefuseBadValue, `permission_mode "yolo"`},
+		{Request{Prompt: "x"}, Options{CLIError: "none found"}, RefuseNoCLI, "cannot run the Claude CLI: none found"},
+	}
+	for _, tt := range tests {
+		tt.opts.Executor, tt.opts.Spool = fakeExec{}, spool
+		c := New(tt.opts)
+		rec := newRecorder(t, spool)
+		_, err := c.Start(tt.req, rec)
+		var re *RefusedError
+		if !errors.As(err, &re) || re.Code != tt.code || !strings.Contains(re.Message, tt.msg) {
+			t.Errorf("%+v: %v", tt.req, err)
+		}
+		c.Close()
+		if len(rec.evs) != 0 || len(spool.types()) != 0 {
+			t.Errorf("%+v: events %v, spooled %v", tt.req, rec.kinds(), spool.types())
+		}
+	}
+}
+
+func TestCloseCancelsAndRefuses(t *testing.T) {
+	spool := &fakeSpool{}
+	c := New(Options{Executor: fakeExec{}, Spool: spool})
+	rec := newRecorder(t, spool)
+	if _, err := c.Start(Request{RunID: "b", Prompt: "block"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel("nope"); !errors.Is(err, ErrUnknownRun) {
+		t.Errorf("cancel of an unknown run: %v", err)
+	}
+	if n := len(c.Runs()); n != 1 {
+		t.Errorf("%d live runs", n)
+	}
+	c.Close()
+	if end := rec.wait(t); end.End.Status != executor.StatusCancelled {
+		t.Errorf("end %+v", end.End)
+	}
+	var re *RefusedError
+	if _, err := c.Start(Request{Prompt: "x"}, rec); !errors.As(err, &re) || re.Code != RefuseShuttingDown {
+		t.Errorf("start after close: %v", err)
+	}
+	c.Close() // idempotent
+}

@@ -1,0 +1,80 @@
+package relay
+
+import (
+	"encoding/json"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// Kind is what an Event reports.
+type Kind int
+
+// Kinds of events.
+const (
+	KindStarted           Kind = iota + 1 // the run is live; Cwd is set
+	KindStream                            // a CLI line, now safe in the spool: Line, Message
+	KindApprovalRequested                 // Approval waits for Core.Answer
+	KindApprovalCancelled                 // Approval is gone: Reason says why
+	KindLimitNotice                       // Text is the notice
+	KindMalformed                         // the CLI wrote a line that is not JSON: Text
+	KindSpoolError                        // an event of this run could not be spooled: Err
+	KindEnded                             // the run is over: End
+)
+
+// Event is one thing a run did, in the order it happened.
+type Event struct {
+	Kind          Kind
+	RunID         string
+	SessionID     string
+	InteractionID string
+	RequestID     string // the front end's request that started the run (KindStarted)
+
+	Cwd      string             // KindStarted
+	Line     json.RawMessage    // KindStream: the CLI's line, byte for byte
+	Message  streamjson.Message // KindStream: Line decoded
+	Approval *Approval          // KindApprovalRequested, KindApprovalCancelled
+	Text     string             // KindLimitNotice, KindMalformed
+	Reason   string             // KindApprovalCancelled
+	Err      error              // KindSpoolError
+	End      *End               // KindEnded
+
+	// Live is the number of live runs once this event is delivered, for
+	// KindStarted and KindEnded: front ends that show an idle/busy state
+	// read it here, in the same order as the events.
+	Live int
+}
+
+// Approval is a tool call waiting for a decision.
+type Approval struct {
+	ID          string
+	ToolName    string
+	Input       json.RawMessage
+	ToolUseID   string
+	Title       string // what will run, in full (tooltitle.Full)
+	Description string // the model's own description, when the CLI gave one
+}
+
+// End is how a run ended.
+type End struct {
+	Status         executor.Status
+	Result         wire.Result
+	ConversationID string
+	Usage          *wire.Usage
+	TotalCostUSD   *float64
+	Reason         string // why it failed
+}
+
+// Sink receives a run's events, one at a time and in order. KindStarted and
+// KindEnded are delivered under the Core's lock (so Live counts stay in order
+// across runs): Event must not call back into the Core.
+type Sink interface {
+	Event(Event)
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(Event)
+
+// Event calls f.
+func (f SinkFunc) Event(e Event) { f(e) }

@@ -1,0 +1,162 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/tooltitle"
+	"github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// Run is one live background run.
+type Run struct {
+	c       *Core
+	id      string
+	session string
+	inter   string
+	started time.Time
+	cancel  context.CancelFunc
+	sink    Sink
+
+	mu      sync.Mutex
+	pending map[string]chan executor.Decision // approvals by ID
+}
+
+// ID is the run's ID.
+func (r *Run) ID() string { return r.id }
+
+// SessionID is the run's session.
+func (r *Run) SessionID() string { return r.session }
+
+func (r *Run) info() RunInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RunInfo{RunID: r.id, SessionID: r.session, InteractionID: r.inter, StartedAt: r.started, PendingApprovals: len(r.pending)}
+}
+
+func (r *Run) answer(approvalID string, d executor.Decision) bool {
+	r.mu.Lock()
+	ch, ok := r.pending[approvalID]
+	delete(r.pending, approvalID)
+	r.mu.Unlock()
+	if ok {
+		ch <- d
+	}
+	return ok
+}
+
+func (r *Run) event(e Event) {
+	e.RunID, e.SessionID, e.InteractionID = r.id, r.session, r.inter
+	r.sink.Event(e)
+}
+
+// Event implements executor.Observer. This is where every CLI line is
+// spooled: a front end sees it (KindStream) only once the spool has it.
+func (r *Run) Event(e executor.Event) {
+	switch e.Kind {
+	case executor.EventLine:
+		typ := e.Message.Type
+		if typ == "" {
+			typ = "unknown"
+		}
+		// Decoded: streamjson already parsed the line as a JSON object.
+		if r.enqueue(forwarder.Event{SessionID: r.session, InteractionID: r.inter, Type: typ, Data: e.Line,
+			Source: wire.SourceAgent, Decoded: true}) {
+			r.event(Event{Kind: KindStream, Line: e.Line, Message: e.Message})
+		}
+	case executor.EventMalformed:
+		text := string(e.Line)
+		if len(text) > 4096 {
+			text = text[:4096] + "…"
+		}
+		r.forward(wire.TypeMalformedLine, wire.MalformedLine{RunID: r.id, Raw: text, Error: e.Err.Error(), Bytes: len(e.Line)})
+		r.event(Event{Kind: KindMalformed, Text: strings.ToValidUTF8(text, "?")})
+	case executor.EventStderr:
+		r.forward(wire.TypeStderr, wire.Stderr{RunID: r.id, Line: e.Text})
+	case executor.EventLimitNotice:
+		r.forward(wire.TypeLimitNotice, wire.LimitNotice{RunID: r.id, Message: e.Text})
+		r.event(Event{Kind: KindLimitNotice, Text: e.Text})
+	}
+}
+
+// Approve implements executor.Approver: the sink gets the request, and
+// Core.Answer (or the executor's timeout) decides it.
+func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
+	ch := make(chan executor.Decision, 1)
+	r.mu.Lock()
+	r.pending[req.ApprovalID] = ch
+	r.mu.Unlock()
+	a := &Approval{ID: req.ApprovalID, ToolName: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID,
+		Title: tooltitle.Full(req.ToolName, req.Input), Description: req.Description}
+	r.event(Event{Kind: KindApprovalRequested, Approval: a})
+	select {
+	case d := <-ch:
+		return d, nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		delete(r.pending, req.ApprovalID)
+		r.mu.Unlock()
+		reason := "cancelled"
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			reason = "timed out: denied"
+		}
+		r.event(Event{Kind: KindApprovalCancelled, Approval: a, Reason: reason})
+		return executor.Decision{}, ctx.Err()
+	}
+}
+
+// finish spools the run's end, remembers its conversation and tells the
+// sink.
+func (r *Run) finish(cwd string, res *executor.Result, err error) {
+	end := &End{Status: res.Status, ConversationID: res.ConversationID,
+		Result: wire.Result{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMS: res.DurationMS}}
+	if res.HasUsage {
+		u := wire.Usage(res.Usage)
+		cost := res.TotalCostUSD
+		end.Usage, end.TotalCostUSD = &u, &cost
+	}
+	if res.Status != executor.StatusCompleted && res.Status != executor.StatusCancelled {
+		end.Reason = res.Reason
+		if end.Reason == "" && err != nil {
+			end.Reason = err.Error()
+		}
+	}
+	status := string(res.Status)
+	r.forward(wire.EndType(status), wire.RunEnded{RunID: r.id, Status: status, Result: end.Result,
+		ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD, Reason: end.Reason})
+	c := r.c
+	if end.ConversationID != "" && c.opts.State != nil {
+		if err := c.opts.State.Set(cwd, end.ConversationID); err != nil {
+			c.log.Warn("cannot remember the last conversation", "err", err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.runs, r.id)
+	r.sink.Event(Event{Kind: KindEnded, RunID: r.id, SessionID: r.session, InteractionID: r.inter, End: end, Live: len(c.runs)})
+}
+
+// forward spools one of the relay's own events; a failure is a
+// KindSpoolError.
+func (r *Run) forward(typ string, data any) bool {
+	b, err := json.Marshal(data)
+	if err != nil {
+		r.event(Event{Kind: KindSpoolError, Err: err})
+		return false
+	}
+	return r.enqueue(forwarder.Event{SessionID: r.session, InteractionID: r.inter, Type: typ, Data: b, Source: wire.SourceRelay})
+}
+
+func (r *Run) enqueue(ev forwarder.Event) bool {
+	if _, err := r.c.opts.Spool.Enqueue(ev); err != nil {
+		r.event(Event{Kind: KindSpoolError, Err: err})
+		return false
+	}
+	return true
+}

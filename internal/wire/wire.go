@@ -1,0 +1,109 @@
+// Package wire holds the types that cross package and process boundaries
+// more than once: the seed-002 command result, token usage, and the relay's
+// own lifecycle events that the helper posts and the backend derives status
+// from. One declaration each, so the helper, the terminal runner, the
+// extension protocol and the store cannot drift apart.
+package wire
+
+// Event types of the relay's own events (CONTRACT §6).
+const (
+	TypeRunStarted    = "relay.run_started"
+	TypeRunCompleted  = "relay.run_completed"
+	TypeRunFailed     = "relay.run_failed"
+	TypeRunCancelled  = "relay.run_cancelled"
+	TypeStderr        = "relay.stderr"
+	TypeLimitNotice   = "relay.limit_notice"
+	TypeMalformedLine = "relay.malformed_line"
+)
+
+// Source of an event envelope.
+const (
+	SourceAgent    = "agent"
+	SourceTerminal = "terminal"
+	SourceRelay    = "relay"
+)
+
+// Result is seed 002's command result.
+type Result struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   int    `json:"exitCode"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Usage is a run's token usage.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + v.InputTokens,
+		OutputTokens:             u.OutputTokens + v.OutputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+	}
+}
+
+// RunStarted is relay.run_started's data.
+type RunStarted struct {
+	RunID          string `json:"run_id"`
+	Mode           string `json:"mode,omitempty"` // "terminal" for visible-terminal runs
+	Prompt         string `json:"prompt,omitempty"`
+	Cwd            string `json:"cwd"`
+	Model          string `json:"model,omitempty"`
+	PermissionMode string `json:"permission_mode,omitempty"`
+	Resume         string `json:"resume,omitempty"`
+	Fork           bool   `json:"fork,omitempty"`
+	Continue       bool   `json:"continue,omitempty"`
+	Approvals      bool   `json:"approvals,omitempty"`
+}
+
+// RunEnded is the data of relay.run_completed, run_failed and run_cancelled.
+type RunEnded struct {
+	RunID          string   `json:"run_id"`
+	Mode           string   `json:"mode,omitempty"`
+	Status         string   `json:"status"` // completed, failed or cancelled
+	Result         Result   `json:"result"`
+	ConversationID string   `json:"conversation_id"`
+	Usage          *Usage   `json:"usage,omitempty"`
+	TotalCostUSD   *float64 `json:"total_cost_usd,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
+	ExitCode       *int     `json:"exit_code,omitempty"` // the CLI's own exit status, where it is known apart from Result
+}
+
+// EndType is the event type of a run that ended with status.
+func EndType(status string) string {
+	switch status {
+	case "completed":
+		return TypeRunCompleted
+	case "cancelled":
+		return TypeRunCancelled
+	}
+	return TypeRunFailed
+}
+
+// Stderr is relay.stderr's data: one line the CLI wrote to stderr.
+type Stderr struct {
+	RunID string `json:"run_id"`
+	Line  string `json:"line"`
+}
+
+// LimitNotice is relay.limit_notice's data.
+type LimitNotice struct {
+	RunID   string `json:"run_id"`
+	Message string `json:"message"`
+}
+
+// MalformedLine is relay.malformed_line's data: output that was not JSON.
+type MalformedLine struct {
+	RunID  string `json:"run_id"`
+	Source string `json:"source,omitempty"` // "transcript" for a terminal run's transcript
+	Raw    string `json:"raw"`
+	Error  string `json:"error,omitempty"`
+	Bytes  int    `json:"bytes,omitempty"`
+}

@@ -1,12 +1,15 @@
 package executor
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
@@ -45,29 +48,47 @@ func TestCommandArgs(t *testing.T) {
 	}
 }
 
+// TestCommandArgsOrder: protocol flags, then the session's, then claude.args,
+// then the run's own arguments, which may thus override claude.args.
+func TestCommandArgsOrder(t *testing.T) {
+	e := New(Options{CLIPath: "/bin/claude", Model: "default-model", Args: []string{"--config-arg"}})
+	_, args, _, err := e.command(Request{RunID: "r", Model: "m", Resume: "c-1", Fork: true, MaxTurns: 2,
+		AppendSystemPrompt: "sp", AdditionalArgs: []string{"--run-arg"}})
+	want := append(slices.Clone(protocolArgs), "--model=m", "--resume=c-1", "--fork-session", "--max-turns=2",
+		"--append-system-prompt=sp", "--config-arg", "--run-arg")
+	if err != nil || !slices.Equal(args, want) {
+		t.Errorf("args %q, %v; want %q", args, err, want)
+	}
+}
+
+// TestBaseCommandOverrideIsShellSplit: launch splits the override (its own
+// tests cover the quoting); a bad one is a bad request, naming the command.
 func TestBaseCommandOverrideIsShellSplit(t *testing.T) {
-	e := New(Options{BaseCommand: `npx -y '@anthropic-ai/claude-code@2.1.330' "--a b"`})
+	e := New(Options{CLIPath: "/bin/claude", BaseCommand: `npx -y '@anthropic-ai/claude-code@2.1.330' "--a b"`})
 	prog, args, _, err := e.command(Request{RunID: "r"})
-	if err != nil || prog != "npx" || args[0] != "-y" || args[1] != "@anthropic-ai/claude-code@2.1.330" || args[2] != "--a b" {
+	if err != nil || prog != "npx" || !slices.Equal(args[:4], []string{"-y", "@anthropic-ai/claude-code@2.1.330", "--a b", "-p"}) {
 		t.Fatalf("%s %q %v", prog, args, err)
 	}
-	for _, bad := range []string{`npx 'open`, `"x`, "   "} {
-		if _, err := splitCommand(bad); !errors.Is(err, ErrBadRequest) {
-			t.Errorf("splitCommand(%q) = %v", bad, err)
+	for bad, want := range map[string]error{`npx 'open`: launch.ErrUnterminatedQuote, `"x`: launch.ErrUnterminatedQuote, "   ": launch.ErrEmptyCommand} {
+		_, _, _, err := New(Options{BaseCommand: bad}).command(Request{RunID: "r"})
+		if !errors.Is(err, ErrBadRequest) || !errors.Is(err, want) {
+			t.Errorf("base command %q: %v, want %v and %v", bad, err, ErrBadRequest, want)
 		}
 	}
-	if _, _, _, err := New(Options{}).command(Request{}); !errors.Is(err, ErrBadRequest) {
+	if _, _, _, err := New(Options{}).command(Request{}); !errors.Is(err, ErrBadRequest) || !errors.Is(err, launch.ErrNoCLI) {
 		t.Errorf("no CLI: %v", err)
 	}
 }
 
 func TestEnvPrecedence(t *testing.T) {
+	var logs bytes.Buffer
 	e := New(Options{
 		BaseEnv:      []string{"A=base", "B=base", "C=base", "CLAUDECODE=1", "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=http://x"},
-		Env:          map[string]string{"B=": "", "B": "config", "C": "config"},
+		Env:          map[string]string{"B=": "", "B": "config", "C": "config", "NUL\x00NAME": "x"},
 		RemoveAPIKey: true,
+		Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
 	})
-	env := e.environ(Request{RunID: "run-1", Env: map[string]string{"C": "run"}})
+	env := e.environ(Request{RunID: "run-1", Env: map[string]string{"C": "run", "R=UN": "x"}})
 	get := func(k string) (string, bool) {
 		for _, kv := range env {
 			if name, v, _ := strings.Cut(kv, "="); name == k {
@@ -81,9 +102,15 @@ func TestEnvPrecedence(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, v, want)
 		}
 	}
-	for _, gone := range []string{"CLAUDECODE", "ANTHROPIC_API_KEY"} {
+	for _, gone := range []string{"CLAUDECODE", "ANTHROPIC_API_KEY", "NUL", "R"} {
 		if _, ok := get(gone); ok {
-			t.Errorf("%s should be removed", gone)
+			t.Errorf("%s should be removed: %q", gone, env)
+		}
+	}
+	// Dropped entries are said so, naming them and where they came from.
+	for _, want := range []string{`claude.env entry \"B=\"`, `claude.env entry \"NUL\\x00NAME\"`, `the run's env entry \"R=UN\"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, &logs)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package terminal
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,11 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/proc"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Enqueuer takes events for the backend (forwarder.Forwarder).
@@ -27,6 +29,7 @@ type Enqueuer interface {
 // Options describe one visible-terminal run.
 type Options struct {
 	CLIPath       string
+	BaseCommand   string // replaces CLIPath, shell-split, as executor.Options.BaseCommand
 	Exe           string // this binary, for command hooks
 	Prompt        string
 	Cwd           string
@@ -34,7 +37,9 @@ type Options struct {
 	Resume        string
 	Fork          bool
 	Continue      bool
-	Env           []string // the CLI's environment
+	BaseEnv       []string          // the environment the CLI starts from (the helper's own)
+	Env           map[string]string // claude.env, over BaseEnv
+	StopGrace     time.Duration     // after the SIGTERM that stops the CLI when ctx ends, SIGKILL follows this late (5s)
 	SessionID     string
 	InteractionID string
 	RunID         string
@@ -71,35 +76,45 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
-	r := &runner{o: o, res: &Result{}, seen: map[string]struct{}{}, before: transcriptSizes(o)}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 5 * time.Second
+	}
+	// Built as for background runs, so both refuse the same entries.
+	env, dropped := launch.Env{Base: o.BaseEnv, Config: o.Env, RunID: o.RunID}.Build()
+	for _, d := range dropped {
+		o.Logger.Warn(d.String(), "run_id", o.RunID)
+	}
+	r := &runner{o: o, env: env, res: &Result{}, seen: map[string]struct{}{}, before: transcriptSizes(o, env)}
 	return r.run(ctx)
 }
 
 type runner struct {
 	o   Options
+	env []string // the CLI's environment
 	res *Result
 
-	mu        sync.Mutex
-	tailing   bool
-	seen      map[string]struct{} // transcript uuids already sent
-	tailStop  context.CancelFunc
-	tailDone  chan struct{}
-	convID    string
-	hookCount int
-	rows      int
-	before    map[string]int64 // transcript sizes before a resumed or continued run
+	mu         sync.Mutex
+	tailing    bool                // a hook named the transcript: the tailer is started
+	seen       map[string]struct{} // transcript uuids already sent
+	tailStop   context.CancelFunc
+	tailDone   chan struct{}
+	tailClosed bool // stopTail ran: no tailer may start any more
+	convID     string
+	hookCount  int
+	rows       int
+	before     map[string]int64 // transcript sizes before a resumed or continued run
 }
 
 // transcriptSizes records, before a resumed or continued run starts, how long
 // the transcripts it may append to already are: their lines were forwarded
 // by the run that wrote them. Transcripts live in
 // $HOME/.claude/projects/<cwd with / as ->/<conversation id>.jsonl.
-func transcriptSizes(o Options) map[string]int64 {
+func transcriptSizes(o Options, env []string) map[string]int64 {
 	if o.Resume == "" && !o.Continue {
 		return nil
 	}
 	home := ""
-	for _, kv := range o.Env {
+	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
 			home = v
 		}
@@ -141,8 +156,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		cb.Close(context.Background())
 		return nil, fmt.Errorf("write hook settings: %w", err)
 	}
-	r.emit("relay.run_started", "relay", map[string]any{"run_id": r.o.RunID, "mode": "terminal", "cwd": r.o.Cwd,
-		"resume": r.o.Resume, "fork": r.o.Fork, "prompt": r.o.Prompt})
+	r.emit(wire.TypeRunStarted, wire.RunStarted{RunID: r.o.RunID, Mode: "terminal", Cwd: r.o.Cwd,
+		Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue, Prompt: r.o.Prompt, Model: r.o.Model})
 
 	started := time.Now()
 	code, stopped, runErr := r.execCLI(ctx, settingsPath)
@@ -157,68 +172,62 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.mu.Lock()
 	r.res.ExitCode, r.res.ConversationID, r.res.Hooks, r.res.TranscriptRows = code, r.convID, r.hookCount, r.rows
 	r.mu.Unlock()
-	data := map[string]any{"run_id": r.o.RunID, "mode": "terminal", "exit_code": code, "conversation_id": r.res.ConversationID,
-		"result": map[string]any{"stdout": "", "stderr": "", "exitCode": code, "duration_ms": elapsed}}
-	typ, status, reason := outcome(code, stopped, runErr)
-	data["status"] = status
-	if reason != "" {
-		data["reason"] = reason
-	}
-	r.emit(typ, "relay", data)
+	status, reason := outcome(code, stopped, runErr)
+	r.emit(wire.EndType(status), wire.RunEnded{RunID: r.o.RunID, Mode: "terminal", Status: status, ExitCode: &code,
+		ConversationID: r.res.ConversationID, Result: wire.Result{ExitCode: code, DurationMS: elapsed}, Reason: reason})
 	return r.res, runErr
 }
 
-// outcome names the lifecycle event that ends a run, its status and why.
-// The backend derives the session's status from the event type alone, so
-// a CLI that exits non-zero must be a relay.run_failed, not a completed run
-// with a non-zero exit_code; a CLI we stopped (Run's ctx ended) was
-// cancelled.
-func outcome(code int, stopped bool, runErr error) (typ, status, reason string) {
+// outcome is how a run ended, and why. The backend derives the session's
+// status from the end event's type alone (wire.EndType), so a CLI that exits
+// non-zero must be a failed run, not a completed one with a non-zero
+// exit_code; a CLI we stopped (Run's ctx ended) was cancelled.
+func outcome(code int, stopped bool, runErr error) (status, reason string) {
 	switch {
 	case runErr != nil:
-		return "relay.run_failed", "failed", runErr.Error()
+		return "failed", runErr.Error()
 	case stopped:
-		return "relay.run_cancelled", "cancelled", fmt.Sprintf("stopped by claude-relay; the Claude CLI exited with status %d", code)
+		return "cancelled", fmt.Sprintf("stopped by claude-relay; the Claude CLI exited with status %d", code)
 	case code != 0:
-		return "relay.run_failed", "failed", fmt.Sprintf("the Claude CLI exited with status %d", code)
+		return "failed", fmt.Sprintf("the Claude CLI exited with status %d", code)
 	}
-	return "relay.run_completed", "completed", ""
+	return "completed", ""
 }
 
-// args builds the interactive CLI's arguments; user values as --flag=value.
-func (r *runner) args(settingsPath string) []string {
-	a := []string{"--settings=" + settingsPath}
-	if r.o.Model != "" {
-		a = append(a, "--model="+r.o.Model)
+// command builds the interactive CLI's program and arguments: the program
+// and session flags as launch builds them for every mode, with this mode's
+// --settings first and the prompt last, after "--" so it is never a flag.
+func (r *runner) command(settingsPath string) (string, []string, error) {
+	program, args, err := launch.Program(r.o.CLIPath, r.o.BaseCommand)
+	if err != nil {
+		return "", nil, err
 	}
-	if r.o.Resume != "" {
-		a = append(a, "--resume="+r.o.Resume)
-		if r.o.Fork {
-			a = append(a, "--fork-session")
-		}
-	}
-	if r.o.Continue {
-		a = append(a, "--continue")
-	}
+	args = append(args, "--settings="+settingsPath)
+	args = append(args, launch.Session{Model: r.o.Model, Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue}.Args()...)
 	if strings.TrimSpace(r.o.Prompt) != "" {
-		a = append(a, "--", r.o.Prompt)
+		args = append(args, "--", r.o.Prompt)
 	}
-	return a
+	return program, args, nil
 }
 
 // execCLI runs the CLI to its end and returns its exit status (128+N for
-// signal N), and whether we stopped it because ctx ended.
+// signal N), and whether we stopped it because ctx ended: SIGTERM, then
+// SIGKILL if it is still there StopGrace later (exec's Cancel and
+// WaitDelay, so no goroutine of ours outlives the call).
 func (r *runner) execCLI(ctx context.Context, settingsPath string) (code int, stopped bool, err error) {
-	cmd := exec.Command(r.o.CLIPath, r.args(settingsPath)...)
-	cmd.Dir = r.o.Cwd
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.o.Stdin, r.o.Stdout, r.o.Stderr
-	env := make([]string, 0, len(r.o.Env)+1)
-	for _, kv := range r.o.Env {
-		if !strings.HasPrefix(kv, "CLAUDECODE=") && !strings.HasPrefix(kv, proc.MarkerEnv+"=") {
-			env = append(env, kv)
-		}
+	program, args, err := r.command(settingsPath)
+	if err != nil {
+		return 1, false, fmt.Errorf("start the Claude CLI: %w", err)
 	}
-	cmd.Env = append(env, proc.MarkerEnvEntry(r.o.RunID))
+	var cancelled atomic.Bool
+	cmd := exec.CommandContext(ctx, program, args...)
+	cmd.Cancel = func() error {
+		cancelled.Store(true)
+		return cmd.Process.Signal(syscall.SIGTERM)
+	}
+	cmd.WaitDelay = r.o.StopGrace
+	cmd.Dir, cmd.Env = r.o.Cwd, r.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r.o.Stdin, r.o.Stdout, r.o.Stderr
 	restore := saveTerminal(r.o.Stdin)
 	defer restore()
 	// Ctrl-C belongs to the CLI (the kernel sends it to the whole foreground
@@ -227,36 +236,27 @@ func (r *runner) execCLI(ctx context.Context, settingsPath string) (code int, st
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		return 1, false, fmt.Errorf("start the Claude CLI %s: %w", r.o.CLIPath, err)
+		return 1, false, fmt.Errorf("start the Claude CLI %s: %w", program, err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- cmd.Wait() }() // every return below has received from exited
 	for {
 		select {
 		case err := <-exited:
-			if err == nil {
-				return 0, stopped, nil
+			// The status, not err: after Cancel a clean exit still gives
+			// ctx's error, and that exit is the CLI's answer to our SIGTERM.
+			ps := cmd.ProcessState
+			if ps == nil {
+				return 1, cancelled.Load(), fmt.Errorf("wait for the Claude CLI: %w", err)
 			}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return 128 + int(ws.Signal()), stopped, nil
-				}
-				return ee.ExitCode(), stopped, nil
+			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				return 128 + int(ws.Signal()), cancelled.Load(), nil
 			}
-			return 1, stopped, fmt.Errorf("wait for the Claude CLI: %w", err)
+			return ps.ExitCode(), cancelled.Load(), nil
 		case s := <-sigs:
 			if s == syscall.SIGTERM || s == syscall.SIGHUP {
 				cmd.Process.Signal(s) //nolint:errcheck // it may have just exited
 			}
-		case <-ctx.Done():
-			cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck
-			stopped = true
-			ctx = context.Background()
-			go func() {
-				time.Sleep(5 * time.Second)
-				cmd.Process.Kill() //nolint:errcheck // escalate if SIGTERM was ignored
-			}()
 		}
 	}
 }
@@ -284,17 +284,25 @@ func (r *runner) onHook(event string, body []byte) {
 	}
 }
 
+// startTail starts the tailer goroutine; stopTail owns it: it cancels it and
+// waits for it, and once it has run no tailer starts (a hook handler the
+// callback server's Close gave up waiting for may still get here).
 func (r *runner) startTail(path string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	r.mu.Lock()
+	if r.tailClosed {
+		r.mu.Unlock()
+		cancel()
+		return
+	}
 	r.tailStop, r.tailDone = cancel, done
 	r.mu.Unlock()
 	t := &Tailer{Path: path, OnLine: r.onTranscript, Logger: r.o.Logger, Skip: r.before[filepath.Clean(path)],
 		OnSkip: func(prefix []byte, size int) {
 			// Never silently: the backend hears that a line was too long.
-			r.emit("relay.malformed_line", "relay", map[string]any{"run_id": r.o.RunID, "source": "transcript",
-				"error": "transcript line over the limit", "bytes_at_least": size, "raw": truncate(string(prefix), 1024)})
+			r.emit(wire.TypeMalformedLine, wire.MalformedLine{RunID: r.o.RunID, Source: "transcript",
+				Error: "transcript line over the limit", Bytes: size, Raw: truncate(string(prefix), 1024)})
 		}}
 	go func() {
 		defer close(done)
@@ -302,13 +310,16 @@ func (r *runner) startTail(path string) {
 	}()
 }
 
+// stopTail stops the tailer and waits for it. It runs after the CLI has
+// exited, so whatever the CLI wrote is in the file, and the tailer reads to
+// the end once more when its context ends: no grace period is needed for the
+// last lines to land.
 func (r *runner) stopTail() {
 	r.mu.Lock()
+	r.tailClosed = true
 	stop, done := r.tailStop, r.tailDone
 	r.mu.Unlock()
 	if stop != nil {
-		// Let the transcript's last lines land before the final read.
-		time.Sleep(300 * time.Millisecond)
 		stop()
 		<-done
 	}
@@ -322,7 +333,7 @@ func (r *runner) onTranscript(line []byte) {
 		UUID string `json:"uuid"`
 	}
 	if json.Unmarshal(line, &head) != nil || !json.Valid(line) {
-		r.emit("relay.malformed_line", "relay", map[string]any{"run_id": r.o.RunID, "source": "transcript", "raw": truncate(string(line), 4096)})
+		r.emit(wire.TypeMalformedLine, wire.MalformedLine{RunID: r.o.RunID, Source: "transcript", Raw: truncate(string(line), 4096)})
 		return
 	}
 	if head.UUID != "" {
@@ -348,10 +359,11 @@ func (r *runner) onTranscript(line []byte) {
 	r.enqueue("transcript."+head.Type, "terminal", append([]byte(nil), line...))
 }
 
-func (r *runner) emit(typ, source string, data any) {
+// emit spools one of the relay's own events.
+func (r *runner) emit(typ string, data any) {
 	b, err := json.Marshal(data)
 	if err == nil {
-		r.enqueue(typ, source, b)
+		r.enqueue(typ, wire.SourceRelay, b)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,8 +22,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/proc"
+	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
 // The fake interactive CLI is this test binary run with helperEnv=fakecli:
@@ -52,15 +57,21 @@ func helperMain(role string, args []string) int {
 		return code
 	case "sleeper":
 		// Waits for SIGTERM, then dies of it the default way.
-		os.WriteFile(filepath.Join(os.Getenv(fakeOut), "ready"), nil, 0o600) //nolint:errcheck
 		c := make(chan os.Signal, 1)
 		signal.Notify(c, syscall.SIGTERM)
+		os.WriteFile(filepath.Join(os.Getenv(fakeOut), "ready"), nil, 0o600) //nolint:errcheck
 		select {
 		case <-c:
 		case <-time.After(time.Minute):
 		}
 		signal.Reset(syscall.SIGTERM)
 		syscall.Kill(os.Getpid(), syscall.SIGTERM) //nolint:errcheck
+		time.Sleep(time.Minute)
+		return 1
+	case "stubborn":
+		// Ignores SIGTERM: only the SIGKILL that follows ends it.
+		signal.Ignore(syscall.SIGTERM)
+		os.WriteFile(filepath.Join(os.Getenv(fakeOut), "ready"), nil, 0o600) //nolint:errcheck
 		time.Sleep(time.Minute)
 		return 1
 	}
@@ -279,7 +290,7 @@ func fakeRun(t *testing.T, role string, extraEnv ...string) (Options, *fakeEvent
 	ev := &fakeEvents{}
 	o := Options{
 		CLIPath: self, Exe: self, Prompt: "do the thing", Cwd: t.TempDir(),
-		Env: append([]string{
+		BaseEnv: append([]string{
 			helperEnv + "=" + role, fakeOut + "=" + out, "PATH=" + os.Getenv("PATH"),
 			// Neither may reach the CLI: the relay sets its own marker.
 			"CLAUDECODE=1", proc.MarkerEnv + "=stale-run",
@@ -292,7 +303,7 @@ func fakeRun(t *testing.T, role string, extraEnv ...string) (Options, *fakeEvent
 
 // outDir is where the fake CLI of o reports.
 func outDir(o Options) string {
-	for _, kv := range o.Env {
+	for _, kv := range o.BaseEnv {
 		if v, ok := strings.CutPrefix(kv, fakeOut+"="); ok {
 			return v
 		}
@@ -314,6 +325,7 @@ func readReport(t *testing.T, o Options) fakeReport {
 }
 
 func TestRunForwardsHooksAndTranscript(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // the tailer and the callback server are stopped
 	transcript := filepath.Join(t.TempDir(), "projects", "-x", fakeConv+".jsonl")
 	o, ev, tmpdir := fakeRun(t, "fakecli", fakeTranscript+"="+transcript, fakeExit+"=3")
 
@@ -416,10 +428,13 @@ func TestRunForwardsHooksAndTranscript(t *testing.T) {
 	}
 }
 
-func TestRunContextEndStopsTheCLI(t *testing.T) {
-	o, ev, tmpdir := fakeRun(t, "sleeper")
+// cancelWhenReady returns a context that ends once the fake CLI of o says
+// it is ready (or tailWait passed), and a wait for the goroutine that ends it.
+func cancelWhenReady(o Options) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		defer cancel()
 		for deadline := time.Now().Add(tailWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if _, err := os.Stat(filepath.Join(outDir(o), "ready")); err == nil {
@@ -427,7 +442,17 @@ func TestRunContextEndStopsTheCLI(t *testing.T) {
 			}
 		}
 	}()
+	return ctx, func() { <-done }
+}
+
+func TestRunContextEndStopsTheCLI(t *testing.T) {
+	// Nothing of the run is left running: before exec's Cancel and
+	// WaitDelay, a goroutine slept 5s to kill the CLI after it had exited.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	o, ev, tmpdir := fakeRun(t, "sleeper")
+	ctx, wait := cancelWhenReady(o)
 	res, err := Run(ctx, o)
+	wait()
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -448,6 +473,58 @@ func TestRunContextEndStopsTheCLI(t *testing.T) {
 
 // TestRunOutcome: the exit status decides the lifecycle event the backend
 // derives the session's status from.
+// TestRunContextEndKillsACLIThatIgnoresSIGTERM: SIGTERM first, SIGKILL
+// StopGrace later, and the run is still a cancelled one.
+func TestRunContextEndKillsACLIThatIgnoresSIGTERM(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	o, ev, _ := fakeRun(t, "stubborn")
+	o.StopGrace = 100 * time.Millisecond
+	ctx, wait := cancelWhenReady(o)
+	res, err := Run(ctx, o)
+	wait()
+	if err != nil || res.ExitCode != 128+int(syscall.SIGKILL) {
+		t.Fatalf("Run = %+v, %v; want exit code %d (killed)", res, err, 128+int(syscall.SIGKILL))
+	}
+	if got := types(ev.all(), ""); !slices.Equal(got, []string{"relay.run_started", "relay.run_cancelled"}) {
+		t.Errorf("events %v, want relay.run_started, relay.run_cancelled", got)
+	}
+}
+
+// TestRunFiltersTheEnvironmentLikeBackgroundRuns: claude.env goes through
+// launch.Env as in executor, so an entry that would corrupt the environment
+// block (a name with '=' or NUL) or fail the start (a NUL in a value) is
+// left out and logged, and the CLI still starts with the rest. Before, the
+// terminal path appended claude.env by hand: "BAD=NAME" reached the CLI as
+// BAD, and a NUL made the start fail.
+func TestRunFiltersTheEnvironmentLikeBackgroundRuns(t *testing.T) {
+	transcript := filepath.Join(t.TempDir(), "t.jsonl")
+	o, _, _ := fakeRun(t, "fakecli", fakeTranscript+"="+transcript, "OVERRIDDEN=base")
+	o.Env = map[string]string{"FROM_CONFIG": "yes", "OVERRIDDEN": "config", "BAD=NAME": "x", "NUL\x00NAME": "x",
+		"NULVALUE": "a\x00b", "CLAUDECODE": "1"}
+	var logs syncbuf.Buffer
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	res, err := Run(context.Background(), o)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run = %+v, %v; want exit 0 (%s)", res, err, logs.String())
+	}
+	rep := readReport(t, o)
+	for _, want := range []string{"FROM_CONFIG=yes", "OVERRIDDEN=config", proc.MarkerEnvEntry(o.RunID)} {
+		if !slices.Contains(rep.Env, want) {
+			t.Errorf("CLI environment lacks %q: %q", want, rep.Env)
+		}
+	}
+	for _, kv := range rep.Env {
+		if strings.HasPrefix(kv, "BAD") || strings.HasPrefix(kv, "NUL") || strings.HasPrefix(kv, "CLAUDECODE=") {
+			t.Errorf("CLI environment has %q", kv)
+		}
+	}
+	for _, want := range []string{`claude.env entry \"BAD=NAME\"`, `claude.env entry \"NUL\\x00NAME\"`, `claude.env entry \"NULVALUE\"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+}
+
 func TestRunOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		exit         int
@@ -518,7 +595,7 @@ func TestRunEnqueueErrorsDoNotStopTheRun(t *testing.T) {
 	}
 }
 
-func TestArgs(t *testing.T) {
+func TestCommand(t *testing.T) {
 	const s = "--settings=/p/settings.json"
 	for _, tc := range []struct {
 		name string
@@ -535,10 +612,21 @@ func TestArgs(t *testing.T) {
 		{"continue", Options{Continue: true, Prompt: "p"}, []string{s, "--continue", "--", "p"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.o.CLIPath = "/bin/claude"
 			r := &runner{o: tc.o}
-			if got := r.args("/p/settings.json"); !slices.Equal(got, tc.want) {
-				t.Errorf("args %q, want %q", got, tc.want)
+			if prog, got, err := r.command("/p/settings.json"); err != nil || prog != "/bin/claude" || !slices.Equal(got, tc.want) {
+				t.Errorf("command = %s %q %v, want /bin/claude %q", prog, got, err, tc.want)
 			}
 		})
+	}
+	// A base command replaces the CLI path as in background runs; its words
+	// come first.
+	r := &runner{o: Options{CLIPath: "/bin/claude", BaseCommand: `npx -y '@anthropic-ai/claude-code@2.1.330'`, Prompt: "p"}}
+	if prog, got, err := r.command("/p/settings.json"); err != nil || prog != "npx" ||
+		!slices.Equal(got, []string{"-y", "@anthropic-ai/claude-code@2.1.330", s, "--", "p"}) {
+		t.Errorf("base command: %s %q %v", prog, got, err)
+	}
+	if _, _, err := (&runner{}).command("/p/settings.json"); !errors.Is(err, launch.ErrNoCLI) {
+		t.Errorf("no CLI: %v", err)
 	}
 }

@@ -114,12 +114,9 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if a.Environ != nil {
 		env = a.Environ()
 	}
-	for k, v := range c.Claude.Env {
-		env = append(env, k+"="+v)
-	}
 	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
 		CLIPath: found.Path, Exe: exe, Prompt: o.prompt, Cwd: o.cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
-		Resume: o.resume, Fork: o.fork, Continue: o.cont, Env: env,
+		Resume: o.resume, Fork: o.fork, Continue: o.cont, BaseEnv: env, Env: c.Claude.Env,
 		SessionID: o.session, InteractionID: o.interaction, RunID: uuid.NewString(), Events: fwd, Logger: a.log,
 	})
 	if res == nil {

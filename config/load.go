@@ -79,7 +79,11 @@ type Loaded struct {
 	Config  *Config
 	Origins map[string]Origin
 	File    string
-	values  map[string]any
+	// Path is the config file Load looked for, read or absent: --config,
+	// else CLAUDE_RELAY_CONFIG, else the XDG default. A Watcher watches it,
+	// so a file created after the start is still picked up.
+	Path   string
+	values map[string]any
 }
 
 // Value renders a key's effective value for display, secrets as "***".
@@ -118,7 +122,8 @@ func Load(opts LoadOptions) (*Loaded, error) {
 	for _, k := range keys {
 		v.SetDefault(k.name, k.def(d))
 	}
-	file, err := readFile(v, opts.File, d, env)
+	path := configPath(opts.File, d, env)
+	file, err := readFile(v, path, opts.File != "")
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +140,7 @@ func Load(opts LoadOptions) (*Loaded, error) {
 			}
 		}
 	}
-	l := &Loaded{Config: &Config{}, Origins: origins, File: file, values: map[string]any{}}
+	l := &Loaded{Config: &Config{}, Origins: origins, File: file, Path: path, values: map[string]any{}}
 	for _, k := range keys {
 		raw := v.Get(k.name)
 		l.values[k.name] = raw
@@ -197,20 +202,25 @@ func origin(v *viper.Viper, k key, opts LoadOptions, env func(string) (string, b
 	return Origin{Source: FromDefault}
 }
 
-// readFile reads the config file into v. An explicit --config must exist; the
-// default path may be absent. Unknown keys are errors: a typo silently ignored
-// is a setting the user thinks they have.
-func readFile(v *viper.Viper, explicit string, d dirs, env func(string) (string, bool)) (string, error) {
-	file := explicit
-	if file == "" {
-		if f, ok := env("CLAUDE_RELAY_CONFIG"); ok && f != "" {
-			file = f
-		} else {
-			file = filepath.Join(d.configHome, "claude-relay", "config.yaml")
-		}
+// configPath is the config file to read: the explicit --config, else
+// CLAUDE_RELAY_CONFIG, else the XDG default.
+func configPath(explicit string, d dirs, env func(string) (string, bool)) string {
+	if explicit != "" {
+		return explicit
 	}
+	if f, ok := env("CLAUDE_RELAY_CONFIG"); ok && f != "" {
+		return f
+	}
+	return filepath.Join(d.configHome, "claude-relay", "config.yaml")
+}
+
+// readFile reads the config file into v and returns its path, or "" when it
+// is absent. An explicit --config must exist; the other paths may be absent.
+// Unknown keys are errors: a typo silently ignored is a setting the user
+// thinks they have.
+func readFile(v *viper.Viper, file string, explicit bool) (string, error) {
 	b, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) && explicit == "" {
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
 		return "", nil
 	}
 	if err != nil {

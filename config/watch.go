@@ -20,7 +20,7 @@ import (
 // while here every reload is a fresh Load with the same flags and env.
 type Watcher struct {
 	Options  LoadOptions
-	Path     string        // the file to watch (Loaded.File or the default path)
+	Path     string        // the file to watch: Loaded.Path, which may not exist yet
 	OnChange func(*Loaded) // called with each valid reload
 	OnError  func(error)   // called when a reload is invalid
 	Debounce time.Duration // 0: 100ms; editors write in several steps

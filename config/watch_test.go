@@ -3,6 +3,8 @@ package config
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -88,3 +90,59 @@ func eventually(t *testing.T, cond func() bool) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestLoadedPath: Path is the file Load looked for, whether or not it
+// exists, so a watcher can pick up a file created after the start.
+func TestLoadedPath(t *testing.T) {
+	home := t.TempDir()
+	existing := writeFile(t, t.TempDir(), "log:\n  level: warn\n")
+	absent := filepath.Join(t.TempDir(), "relay.yaml")
+	for _, tc := range []struct {
+		name       string
+		explicit   string
+		env        map[string]string
+		path, file string
+	}{
+		{"XDG default, absent", "", nil, filepath.Join(home, ".config", "claude-relay", "config.yaml"), ""},
+		{"XDG_CONFIG_HOME", "", map[string]string{"XDG_CONFIG_HOME": "/xdg"}, "/xdg/claude-relay/config.yaml", ""},
+		{"CLAUDE_RELAY_CONFIG, absent", "", map[string]string{"CLAUDE_RELAY_CONFIG": absent}, absent, ""},
+		{"CLAUDE_RELAY_CONFIG, present", "", map[string]string{"CLAUDE_RELAY_CONFIG": existing}, existing, existing},
+		{"--config wins", existing, map[string]string{"CLAUDE_RELAY_CONFIG": absent}, existing, existing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"HOME": home}
+			maps.Copy(env, tc.env)
+			l, err := Load(LoadOptions{File: tc.explicit, LookupEnv: envOf(env)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Path != tc.path || l.File != tc.file {
+				t.Errorf("Path %q File %q, want Path %q File %q", l.Path, l.File, tc.path, tc.file)
+			}
+		})
+	}
+}
+
+// TestWatcherPicksUpCreatedFile: a config file that did not exist at the
+// start (CLAUDE_RELAY_CONFIG naming a file yet to be written) is applied
+// once it appears.
+func TestWatcherPicksUpCreatedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	opts := LoadOptions{LookupEnv: envOf(map[string]string{"HOME": dir, "CLAUDE_RELAY_CONFIG": path})}
+	l, err := Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := NewLive(l.Config)
+	w := &Watcher{Options: opts, Path: l.Path, Debounce: 20 * time.Millisecond,
+		OnChange: func(l *Loaded) { live.Apply(l.Config) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, func() bool {
+		writeFile(t, dir, "backend:\n  token: created\n")
+		return live.Token().Reveal() == "created"
+	})
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-relay/claude-relay/extension"
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
@@ -295,7 +296,7 @@ type backendAPI struct {
 // the data dir (the embedded default and serve share it).
 func dataDirBackend(t *testing.T, home, url string) backendAPI {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(home, ".local", "share", "claude-relay", serveTokenFile))
+	b, err := os.ReadFile(filepath.Join(home, ".local", "share", "claude-relay", localbackend.TokenFile))
 	if err != nil {
 		t.Fatalf("backend token: %v", err)
 	}
@@ -736,10 +737,10 @@ func startServe(t *testing.T, env []string, home, db string) string {
 			t.Errorf("serve ignored SIGTERM")
 		}
 	})
-	info := filepath.Join(home, ".local", "share", "claude-relay", serveInfoFile)
+	info := filepath.Join(home, ".local", "share", "claude-relay", localbackend.InfoFile)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var si serveInfo
+		var si localbackend.Info
 		if b, err := os.ReadFile(info); err == nil && json.Unmarshal(b, &si) == nil && si.PID == cmd.Process.Pid {
 			if resp, err := http.Get(si.URL + "/healthz"); err == nil {
 				resp.Body.Close()

@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 )
 
 // serveProc is a `claude-relay serve` subprocess.
 type serveProc struct {
 	cmd    *exec.Cmd
-	info   serveInfo // what it advertised
+	info   localbackend.Info // what it advertised
 	exited chan struct{}
 	stderr *syncBuffer
 }
@@ -43,8 +40,8 @@ func spawnServe(t *testing.T, env []string, dataDir, addr string) *serveProc {
 	t.Cleanup(func() { p.stop(t) })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if info, err := readServeInfo(dataDir); err == nil && info.PID == cmd.Process.Pid && answers(context.Background(), info.URL) {
-			p.info = info
+		if f := localbackend.Find(context.Background(), dataDir, time.Second); f.Ready && f.PID == cmd.Process.Pid {
+			p.info = f.Info
 			return p
 		}
 		select {
@@ -145,13 +142,13 @@ func TestServeSecondServeIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // ends it should it serve
 	defer cancel()
 	err := runServe(ctx, a, serveOptions{addr: "127.0.0.1:0"})
-	var busy *serveRunningError
+	var busy *localbackend.HeldError
 	if !errors.As(err, &busy) || busy.PID != first.cmd.Process.Pid || busy.URL != first.info.URL || busy.DataDir != dir {
 		t.Errorf("in-process second serve: %v (%+v)", err, busy)
 	}
 
 	// The first is still the one advertised, and run's lookup uses it.
-	if info, err := readServeInfo(dir); err != nil || info != first.info {
+	if info, err := localbackend.ReadInfo(dir); err != nil || info != first.info {
 		t.Errorf("serve.json after the refusals: %+v, %v; want the first's %+v", info, err, first.info)
 	}
 	b, err := a.backend(context.Background())
@@ -171,7 +168,7 @@ func TestServeSecondServeIsRefused(t *testing.T) {
 
 	// Only the holder cleans up: serve.json goes when the first stops.
 	first.stop(t)
-	if _, err := os.Stat(filepath.Join(dir, serveInfoFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, localbackend.InfoFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("serve.json after the first stopped: %v", err)
 	}
 }
@@ -183,11 +180,11 @@ func TestServeTakesOverFromKilledServe(t *testing.T) {
 	env, dir := serveTestEnv(t)
 	first := spawnServe(t, env, dir, "127.0.0.1:0")
 	first.kill(t)
-	if info, err := readServeInfo(dir); err != nil || info.PID != first.cmd.Process.Pid {
+	if info, err := localbackend.ReadInfo(dir); err != nil || info.PID != first.cmd.Process.Pid {
 		t.Fatalf("a killed serve should leave its serve.json: %+v, %v", info, err)
 	}
 	a := loadedApp(t, envMap(env, dir))
-	if p := findServe(context.Background(), dir, serveStartWait); p.Held || p.Ready {
+	if p := localbackend.Find(context.Background(), dir, localbackend.StartWait); p.Held || p.Ready {
 		t.Errorf("the killed serve's data dir: %+v, want free", p)
 	}
 	b, err := a.backend(context.Background())
@@ -200,129 +197,8 @@ func TestServeTakesOverFromKilledServe(t *testing.T) {
 	b.Close()
 
 	second := spawnServe(t, env, dir, "127.0.0.1:0")
-	p := findServe(context.Background(), dir, serveStartWait)
+	p := localbackend.Find(context.Background(), dir, localbackend.StartWait)
 	if !p.Ready || p.PID != second.cmd.Process.Pid || p.Info != second.info {
 		t.Errorf("after the takeover: %+v, want the second serve (pid %d, %s)", p, second.cmd.Process.Pid, second.info.URL)
-	}
-}
-
-// TestServeStaleInfoNotTrusted: serve.json naming a live process and a URL
-// that answers is still not used when nobody holds the data dir's lock (a
-// killed serve's pid and port may both be someone else's by now).
-func TestServeStaleInfoNotTrusted(t *testing.T) {
-	t.Parallel()
-	impostor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-	defer impostor.Close()
-	env, dir := serveTestEnv(t)
-	lock, err := lockDataDir(context.Background(), dir) // the serve that wrote it, since gone
-	if err != nil {
-		t.Fatal(err)
-	}
-	lock.Close()
-	if err := advertise(dir, serveInfo{URL: impostor.URL, PID: os.Getpid(), Started: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	a := loadedApp(t, envMap(env, dir))
-	if info, ok := a.runningServe(context.Background()); ok {
-		t.Errorf("runningServe trusted a serve.json nobody holds: %+v", info)
-	}
-}
-
-// TestServeLookupWaitsForStartingServe: a serve that holds the lock but has
-// not yet replaced a dead serve's serve.json is waited for, not skipped.
-func TestServeLookupWaitsForStartingServe(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
-	defer live.Close()
-	if err := advertise(dir, serveInfo{URL: live.URL, PID: deadPID(t)}); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := lockDataDir(context.Background(), dir) // this test is the starting serve
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	found := make(chan serveProbe, 1)
-	go func() { found <- findServe(context.Background(), dir, time.Minute) }()
-	if err := advertise(dir, serveInfo{URL: live.URL, PID: os.Getpid()}); err != nil {
-		t.Fatal(err)
-	}
-	if p := <-found; !p.Ready || p.PID != os.Getpid() || p.Info.URL != live.URL {
-		t.Errorf("lookup: %+v, want the starting serve (pid %d)", p, os.Getpid())
-	}
-}
-
-// deadPID is the pid of a process that has exited.
-func deadPID(t *testing.T) int {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid
-}
-
-// TestServeLock: an exclusive holder refuses at once; a command probing
-// for a serve (a shared lock for an instant) is waited out instead.
-func TestServeLock(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	lock, err := lockDataDir(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pid, held := serveLockHolder(dir); !held || pid != os.Getpid() {
-		t.Errorf("holder: pid %d held %v, want pid %d", pid, held, os.Getpid())
-	}
-	_, err = lockDataDir(context.Background(), dir)
-	var busy *serveRunningError
-	if !errors.As(err, &busy) || busy.PID != os.Getpid() || busy.URL != "" {
-		t.Fatalf("second lock: %v", err)
-	}
-	if want := fmt.Sprintf("another serve (pid %d, still starting) already uses data dir %s;", os.Getpid(), dir); !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("message %q, want it to start %q", err, want)
-	}
-	lock.Close()
-
-	probe, err := os.Open(filepath.Join(dir, serveLockFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer probe.Close()
-	if err := unix.Flock(int(probe.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan error, 1)
-	go func() {
-		f, err := lockDataDir(context.Background(), dir)
-		if err == nil {
-			f.Close()
-		}
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // let it meet the probe's lock (not an assertion: passing early is fine)
-	if err := unix.Flock(int(probe.Fd()), unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Errorf("lock after a probe let go: %v", err)
-	}
-}
-
-func TestServeLocalURL(t *testing.T) {
-	for _, tc := range []struct {
-		ip   net.IP
-		want string
-	}{
-		{net.IPv4zero, "http://127.0.0.1:8788"},
-		{net.IPv6unspecified, "http://127.0.0.1:8788"},
-		{net.IPv4(127, 0, 0, 1), "http://127.0.0.1:8788"},
-		{net.IPv6loopback, "http://[::1]:8788"},
-		{net.IPv4(192, 168, 1, 5), "http://192.168.1.5:8788"},
-	} {
-		if got := localURL(&net.TCPAddr{IP: tc.ip, Port: 8788}); got != tc.want {
-			t.Errorf("localURL(%s) = %q, want %q", tc.ip, got, tc.want)
-		}
 	}
 }

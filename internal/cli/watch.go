@@ -2,26 +2,17 @@ package cli
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/claude-relay/claude-relay/config"
 )
 
 // watchConfig applies token and log-level changes of the config file while
-// a long-running command runs; it returns the function that stops watching.
+// a long-running command runs; it returns the function that stops watching
+// and waits for the watcher to end. The file is the one config.Load looked
+// for (--config, CLAUDE_RELAY_CONFIG or the XDG default), so one created
+// after the start is picked up too.
 func (a *App) watchConfig() func() {
-	path := a.loaded.File
-	if path == "" {
-		path = a.configFile
-	}
-	if path == "" {
-		home, _ := a.LookupEnv("HOME")
-		xdg, ok := a.LookupEnv("XDG_CONFIG_HOME")
-		if !ok || xdg == "" {
-			xdg = filepath.Join(home, ".config")
-		}
-		path = filepath.Join(xdg, "claude-relay", "config.yaml")
-	}
+	path := a.loaded.Path
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	w := &config.Watcher{Options: a.loadOpts, Path: path,

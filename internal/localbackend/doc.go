@@ -1,0 +1,26 @@
+// Package localbackend owns the reference backend that runs on this machine
+// for one data dir, and how commands find it.
+//
+// A data dir has at most one `serve`. It holds an exclusive flock on
+// serve.lock (with its pid written inside) and advertises where it listens
+// in serve.json (Acquire, Lock.Advertise). Commands that need a backend and
+// have none configured look for that serve (Find) and, finding none, start
+// the embedded default in their own process (StartEmbedded). Both accept the
+// data dir's generated token, serve.token (Token), besides the configured
+// serve tokens.
+//
+// Only the lock is trusted: the kernel drops it when its process dies, while
+// a SIGKILLed serve leaves its serve.json behind. serve.json counts only
+// when it names the pid the lock holder wrote into serve.lock.
+//
+// The embedded default takes no part in the lock and never advertises:
+// several helpers (an editor's, a shell's `run`) may each run one at once,
+// and a `serve` started meanwhile must not be refused because an editor is
+// open, nor hijacked by it. It and a serve started later share the store
+// (SQLite takes several processes, and ingest is idempotent by event_id), so
+// nothing is lost; only serve's live views miss what the embedded default
+// stores until they are reloaded, and helpers started after serve use serve.
+//
+// The package takes plain values (a data dir, Options); reading the
+// configuration is the caller's job.
+package localbackend

@@ -1,0 +1,115 @@
+package localbackend
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/claude-relay/claude-relay/config"
+	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/ndjson"
+	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/store/postgres"
+	"github.com/claude-relay/claude-relay/internal/store/sqlite"
+)
+
+// MaxEventBytes is the backend's limit for one event: as large as the
+// longest CLI line the helper accepts, so the project's own backend never
+// refuses (and dead-letters) an event the helper took.
+const MaxEventBytes = ndjson.DefaultMax
+
+// Options configure the reference backend of a data dir, embedded or served.
+type Options struct {
+	DB        string                 // serve.db: sqlite:PATH or a postgres:// URL
+	Token     config.Secret          // the data dir's token (Token) or the configured one; always accepted
+	TokenFile string                 // where Token lives, named on the login page; "" for a configured token
+	Tokens    func() []config.Secret // the serve tokens configured now, asked on every request; nil: none
+	Logger    *slog.Logger           // nil: discard
+}
+
+// Conn is the backend a command talks to: a configured one, the data dir's
+// running serve, or the embedded default this process started.
+type Conn struct {
+	URL       string
+	Dashboard string        // where people look; "" for a configured backend
+	Token     config.Secret // set for the data dir's own backends, which accept the data dir's token
+	Embedded  bool
+	stop      func() // sync.OnceFunc: a func value, so a Conn stays copyable
+}
+
+// Close stops an embedded backend, if one was started, and waits for it. It
+// is idempotent.
+func (c *Conn) Close() {
+	if c.stop != nil {
+		c.stop()
+	}
+}
+
+// OpenStore opens serve.db: sqlite:PATH or a postgres:// URL.
+func OpenStore(ctx context.Context, db string) (store.Store, error) {
+	switch {
+	case strings.HasPrefix(db, "sqlite:"):
+		return sqlite.Open(ctx, strings.TrimPrefix(db, "sqlite:"))
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		return postgres.Open(ctx, db)
+	}
+	return nil, fmt.Errorf("serve.db %q: allowed: sqlite:PATH or a postgres:// URL", db)
+}
+
+// NewServer is the reference backend on st as o configures it, for `serve`
+// and the embedded default alike.
+func NewServer(st store.Store, o Options) *backend.Server {
+	return backend.New(backend.Options{Store: st, Logger: o.Logger, MaxBody: MaxEventBytes, TokenFile: o.TokenFile,
+		Tokens: func() []config.Secret { return acceptedTokens(o) }})
+}
+
+// acceptedTokens are o's serve tokens of the moment and o.Token.
+func acceptedTokens(o Options) []config.Secret {
+	var live []config.Secret
+	if o.Tokens != nil {
+		live = o.Tokens()
+	}
+	// Clipped: appending in place would write into the caller's array,
+	// which other requests read at the same time.
+	return append(slices.Clip(live), o.Token)
+}
+
+// StartEmbedded runs the reference backend in this process on a loopback
+// port, on o.DB, until the Conn is closed. It takes no part in the data
+// dir's lock and does not advertise (see the package doc).
+func StartEmbedded(ctx context.Context, o Options) (*Conn, error) {
+	st, err := OpenStore(ctx, o.DB)
+	if err != nil {
+		return nil, fmt.Errorf("embedded backend: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("embedded backend: %w", err)
+	}
+	srv := NewServer(st, o)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// It outlives a cancelled ctx on purpose: a command drains its spool to
+	// it after a signal. Close is what stops it.
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := backend.Serve(sctx, ln, srv); err != nil {
+			log.Error("embedded backend stopped", "err", err)
+		}
+	}()
+	url := "http://" + ln.Addr().String()
+	return &Conn{URL: url, Dashboard: url, Token: o.Token, Embedded: true, stop: sync.OnceFunc(func() {
+		cancel()
+		<-done
+		st.Close()
+	})}, nil
+}

@@ -1,6 +1,8 @@
 package forwarder
 
 import (
+	"github.com/claude-relay/claude-relay/internal/wire"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -293,12 +295,7 @@ func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, bool) {
 			return 0, true // 413 or another refusal of the whole batch: isolate events
 		}
 		f.client.batch.CompareAndSwap(batchUnknown, batchYes)
-		var out struct {
-			Results []struct {
-				Status int    `json:"status"`
-				Error  string `json:"error"`
-			} `json:"results"`
-		}
+		var out wire.BatchResponse
 		if json.Unmarshal(resp, &out) != nil || len(out.Results) != len(recs) {
 			return 0, true // a response we cannot match to events: post singly
 		}

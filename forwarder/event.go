@@ -1,6 +1,8 @@
 package forwarder
 
 import (
+	"github.com/claude-relay/claude-relay/internal/wire"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,16 +31,7 @@ type Accepted struct {
 }
 
 // Envelope is the wire form (CONTRACT §6), as spooled and as posted.
-type Envelope struct {
-	SessionID     string          `json:"session_id"`
-	InteractionID string          `json:"interaction_id"`
-	EventID       string          `json:"event_id"`
-	Seq           int64           `json:"seq"`
-	EventType     string          `json:"event_type"`
-	EventData     json.RawMessage `json:"event_data"`
-	Timestamp     string          `json:"timestamp"`
-	Source        string          `json:"source"`
-}
+type Envelope = wire.Envelope
 
 var errBadEvent = errors.New("invalid event")
 

@@ -1,6 +1,8 @@
 package backend
 
 import (
+	relaywire "github.com/claude-relay/claude-relay/internal/wire"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -27,14 +29,11 @@ type ingestResponse struct {
 	Cursor    int64  `json:"cursor"`
 }
 
-// batchResult is one event's outcome in a batch response.
+// batchResult is one event's outcome in a batch response, and why it was
+// refused (a metric label, not sent).
 type batchResult struct {
-	EventID   string `json:"event_id"`
-	Status    int    `json:"status"` // 201 stored, 200 duplicate, 400 refused
-	Duplicate bool   `json:"duplicate"`
-	Cursor    int64  `json:"cursor,omitempty"`
-	Error     string `json:"error,omitempty"`
-	reason    string // the reject reason, for the metric
+	relaywire.BatchResult
+	reason string
 }
 
 type batchResponse struct {
@@ -184,7 +183,7 @@ func (s *Server) decodeBatch(body []byte, pathID string) (results []batchResult,
 				return nil, nil, nil, bad(err) // the stream itself is broken
 			}
 			ev, rerr := s.batchEvent(&w, err, dec.InputOffset()-start, pathID)
-			results = append(results, batchResult{EventID: ev.EventID})
+			results = append(results, batchResult{BatchResult: relaywire.BatchResult{EventID: ev.EventID}})
 			if rerr != nil {
 				out := &results[len(results)-1]
 				out.Status, out.Error, out.reason = http.StatusBadRequest, rerr.Msg, rerr.Reason

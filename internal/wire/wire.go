@@ -5,6 +5,8 @@
 // extension protocol and the store cannot drift apart.
 package wire
 
+import "encoding/json"
+
 // Event types of the relay's own events (CONTRACT §6).
 const (
 	TypeRunStarted    = "relay.run_started"
@@ -22,6 +24,34 @@ const (
 	SourceTerminal = "terminal"
 	SourceRelay    = "relay"
 )
+
+// Envelope is an event as the helper posts it and the backend stores it
+// (CONTRACT §6).
+type Envelope struct {
+	SessionID     string          `json:"session_id"`
+	InteractionID string          `json:"interaction_id"`
+	EventID       string          `json:"event_id"`
+	Seq           int64           `json:"seq"`
+	EventType     string          `json:"event_type"`
+	EventData     json.RawMessage `json:"event_data"`
+	Timestamp     string          `json:"timestamp"`
+	Source        string          `json:"source"`
+}
+
+// BatchResponse answers POST /api/sessions/{id}/events/batch: one result
+// per posted event, in order.
+type BatchResponse struct {
+	Results []BatchResult `json:"results"`
+}
+
+// BatchResult is one event's outcome in a batch.
+type BatchResult struct {
+	EventID   string `json:"event_id"`
+	Status    int    `json:"status"` // 201 stored, 200 duplicate, 400 refused
+	Duplicate bool   `json:"duplicate"`
+	Cursor    int64  `json:"cursor,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
 
 // Result is seed 002's command result.
 type Result struct {

@@ -14,12 +14,12 @@ import (
 
 // Hook callback IDs we register in initialize.
 const (
-	callbackApproval    = "tool_approval"
-	callbackAutoApprove = "auto_approve"
-	callbackStopGit     = "stop_git_check"
+	callbackApproval = "tool_approval"
+	callbackStopGit  = "stop_git_check"
 )
 
-// readOnlyTools never need approval (seed 000 §9).
+// readOnlyMatcher matches every tool but the read-only ones, which never
+// need approval (seed 000 §9).
 const readOnlyMatcher = "^(?!(Glob|Grep|NotebookRead|Read|Task|TodoWrite)$).*"
 
 // DenyPrefix starts the message a denied tool returns to the model (seed 000 §8).
@@ -61,8 +61,6 @@ func (r *run) hookAnswer(ctx context.Context, cb *streamjson.HookCallbackRequest
 	switch cb.CallbackID {
 	case callbackApproval:
 		return streamjson.PreToolUseDecision(streamjson.HookDecisionAsk, "claude-relay asks for approval")
-	case callbackAutoApprove:
-		return streamjson.PreToolUseDecision(streamjson.HookDecisionAllow, "auto-approved")
 	case callbackStopGit:
 		in := cb.HookInput()
 		if in.StopHookActive || !r.uncommitted(ctx) {

@@ -31,7 +31,9 @@ type Request struct {
 	AppendSystemPrompt string
 	Env                map[string]string // highest-precedence environment for this run
 	AdditionalArgs     []string
-	StopGitCheck       bool // Stop hook that blocks while the git tree has uncommitted changes
+	// StopGitCheck registers a Stop hook that blocks while the git tree has
+	// uncommitted changes. Wired by the live-runs work (prompt option stop_git_check).
+	StopGitCheck bool
 }
 
 // Status is how a run ended.

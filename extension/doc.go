@@ -4,7 +4,7 @@
 // directory describes both for extension authors; a test keeps it in step
 // with the Go types here.
 //
-// The Server reads commands, runs several runs at once through a Runner,
-// writes events through one writer so lines never interleave, and answers
-// every bad line with an error event while it keeps serving.
+// The Server reads commands, runs several runs at once through the run core
+// (relay.Core), writes events through one writer so lines never interleave,
+// and answers every bad line with an error event while it keeps serving.
 package extension

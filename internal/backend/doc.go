@@ -14,7 +14,7 @@
 // work without the page ever seeing the token). With no token configured the
 // server refuses everything except /healthz rather than run open.
 //
-// Wiring `claude-relay serve`:
+// Wiring, as `claude-relay serve` and the embedded default backend do it:
 //
 //	st, err := sqlite.Open(ctx, path) // --db sqlite:PATH (or postgres)
 //	defer st.Close()                  // after the server has stopped
@@ -23,8 +23,6 @@
 //		Tokens: func() []config.Secret { return current().Serve.Tokens }, // reloadable
 //		Logger: log,
 //	})
-//	err = backend.ListenAndServe(ctx, cfg.Serve.Addr, srv) // until ctx ends; graceful
-//
-// For an ephemeral port (the embedded default backend), listen on
-// 127.0.0.1:0 yourself, read the address, and call Serve.
+//	ln, err := net.Listen("tcp", addr) // or "127.0.0.1:0" for an ephemeral port
+//	err = backend.Serve(ctx, ln, srv)  // until ctx ends; graceful
 package backend

@@ -10,25 +10,17 @@ import (
 	"time"
 )
 
-// ShutdownGrace is how long ListenAndServe and Serve let in-flight requests
-// finish after ctx ends before closing their connections.
+// ShutdownGrace is how long Serve lets in-flight requests finish after ctx
+// ends before closing their connections.
 const ShutdownGrace = 10 * time.Second
-
-// ListenAndServe listens on addr (host:port) and serves s until ctx ends,
-// then shuts down gracefully: see Serve.
-func ListenAndServe(ctx context.Context, addr string, s *Server) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("backend: listen on %s: %w (is another serve running? pick another --addr)", addr, err)
-	}
-	return Serve(ctx, ln, s)
-}
 
 // Serve serves s on ln until ctx ends, then closes SSE streams, stops
 // accepting, lets in-flight requests finish for up to ShutdownGrace, and
 // shuts s down. It returns nil after a clean stop caused by ctx, or the
-// error that stopped serving. It closes ln. Callers that need the bound
-// address of "127.0.0.1:0" listen themselves and call Serve.
+// error that stopped serving. It closes ln. It takes a listener rather than
+// an address because every caller needs the bound address before serving
+// (to print or advertise it, or because it asked for "127.0.0.1:0"), and
+// the listen error is best worded by the caller, who knows the flag.
 func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),

@@ -119,7 +119,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Shutdown ends every SSE stream (clients see the stream close and
 // reconnect elsewhere or later) and stops the store subscription, waiting
 // for them until ctx ends. Other in-flight requests are the http.Server's
-// to drain; ListenAndServe does both. Shutdown is idempotent.
+// to drain; Serve does both. Shutdown is idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(s.cancel)
 	done := make(chan struct{})

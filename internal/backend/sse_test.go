@@ -210,11 +210,19 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 }
 
-func TestListenAndServeBadAddr(t *testing.T) {
+// A listener that fails makes Serve return at once, without waiting for
+// ctx, with an error that names the address.
+func TestServeFailedListener(t *testing.T) {
 	srv := New(Options{Store: memstore.New()})
 	defer srv.Shutdown(context.Background())
-	err := ListenAndServe(context.Background(), "256.0.0.1:99999", srv)
-	if err == nil || !strings.Contains(err.Error(), "256.0.0.1:99999") {
-		t.Fatalf("err %v, want one naming the address", err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	err = Serve(context.Background(), ln, srv)
+	if err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("err %v, want one naming %s", err, addr)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/fsutil"
 )
 
 // Record is what the registry keeps about one live run: enough to find and
@@ -55,6 +57,8 @@ type CleanupReport struct {
 
 const (
 	recordExt = ".json"
+	// tmpPrefix starts the temp files of fsutil.WriteFileAtomic, which
+	// Cleanup must not take for records.
 	tmpPrefix = "."
 	// maxRunIDFile keeps the escaped name, extension and temp suffix under the
 	// usual 255-byte limit on a file name.
@@ -86,33 +90,10 @@ func (r Registry) Register(rec Record) error {
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 		return fmt.Errorf("proc: create run registry: %w", err)
 	}
-	return writeAtomic(filepath.Join(r.Dir, name), b)
-}
-
-// writeAtomic writes b to a temp file in the same directory and renames it
-// over path, so a crash never leaves a half-written record behind.
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), tmpPrefix+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("proc: write run record: %w", err)
-	}
-	tmp := f.Name()
-	err = f.Chmod(0o600) // CreateTemp uses 0600 already; be explicit
-	if err == nil {
-		_, err = f.Write(b)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("proc: write run record %s: %w", path, err)
+	// The file appears complete or not at all, so Cleanup never reads half a
+	// record.
+	if err := fsutil.WriteFileAtomic(filepath.Join(r.Dir, name), b); err != nil {
+		return fmt.Errorf("proc: write the record of run %q in %s (is the data dir writable?): %w", rec.RunID, r.Dir, err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -54,6 +55,23 @@ func TestRegistryRegister(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("record still there after Unregister: %v", err)
+	}
+}
+
+// A record that cannot be written fails Register with an error naming the
+// run, and leaves no temp file that Cleanup would have to age out.
+func TestRegistryRegisterFails(t *testing.T) {
+	r := Registry{Dir: t.TempDir()}
+	// A directory where the record goes makes the final rename fail.
+	if err := os.Mkdir(filepath.Join(r.Dir, "run-1.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Register(Record{RunID: "run-1"})
+	if err == nil || !strings.Contains(err.Error(), `"run-1"`) || !strings.Contains(err.Error(), r.Dir) {
+		t.Fatalf("Register error = %v, want one naming run \"run-1\" and %s", err, r.Dir)
+	}
+	if entries, _ := os.ReadDir(r.Dir); len(entries) != 1 {
+		t.Errorf("registry holds %d entries, want only the directory (no temp files left)", len(entries))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/store/fanout"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -23,7 +24,7 @@ type Store struct {
 	mu       sync.Mutex
 	byID     map[string]ref // event_id -> where it is
 	sessions map[string]*session
-	subs     map[*sub]struct{}
+	hub      *fanout.Hub // Subscribe's coalescing fan-out, shared with the SQL stores
 	closed   bool
 
 	// AppendErr, when set, makes Append fail with it (tests of error paths).
@@ -50,7 +51,7 @@ func New() *Store {
 	return &Store{
 		byID:     make(map[string]ref),
 		sessions: make(map[string]*session),
-		subs:     make(map[*sub]struct{}),
+		hub:      fanout.New(),
 	}
 }
 
@@ -80,7 +81,10 @@ func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.Appen
 	s.Appends++
 	now := time.Now().UTC()
 	out := make([]store.AppendResult, len(events))
-	changed := make(map[string]int64)
+	// Latest cursor per changed session, in first-changed order, as the SQL
+	// stores notify.
+	var changed []store.Notification
+	changedAt := make(map[string]int)
 	for i, ev := range events {
 		if r, ok := s.byID[ev.EventID]; ok {
 			out[i] = store.AppendResult{EventID: ev.EventID, Cursor: r.cursor, Duplicate: true}
@@ -100,15 +104,18 @@ func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.Appen
 		ss.events = append(ss.events, ev)
 		ss.apply(ev, now)
 		s.byID[ev.EventID] = ref{ev.SessionID, ev.Cursor}
-		changed[ev.SessionID] = ev.Cursor
+		if j, ok := changedAt[ev.SessionID]; ok {
+			changed[j].Cursor = ev.Cursor
+		} else {
+			changedAt[ev.SessionID] = len(changed)
+			changed = append(changed, store.Notification{SessionID: ev.SessionID, Cursor: ev.Cursor})
+		}
 		out[i] = store.AppendResult{EventID: ev.EventID, Cursor: ev.Cursor}
 		s.Stored++
 	}
-	for id, c := range changed {
-		for sb := range s.subs {
-			sb.notify(store.Notification{SessionID: id, Cursor: c})
-		}
-	}
+	// Under s.mu, so a subscriber never sees cursors out of order across two
+	// Appends; Publish never blocks.
+	s.hub.Publish(changed...)
 	return out, nil
 }
 
@@ -230,85 +237,22 @@ func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit
 // the receiver is slow.
 func (s *Store) Subscribe(ctx context.Context) (<-chan store.Notification, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		return nil, store.ErrClosed
 	}
-	sb := &sub{
-		pending: make(map[string]int64),
-		wake:    make(chan struct{}, 1),
-		out:     make(chan store.Notification),
-		done:    make(chan struct{}),
-	}
-	s.subs[sb] = struct{}{}
-	go func() {
-		defer close(sb.out)
-		sb.run(ctx)
-		s.mu.Lock()
-		delete(s.subs, sb)
-		s.mu.Unlock()
-	}()
-	return sb.out, nil
+	// A Close racing this call is fine: the hub refuses or ends the
+	// subscription itself.
+	return s.hub.Subscribe(ctx)
 }
 
-// Close implements store.Store; it ends every subscription.
+// Close implements store.Store; it ends every subscription and waits for
+// their goroutines. It is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
 	s.closed = true
-	for sb := range s.subs {
-		close(sb.done)
-	}
+	s.mu.Unlock()
+	s.hub.Close()
 	return nil
-}
-
-type sub struct {
-	mu      sync.Mutex
-	pending map[string]int64
-	wake    chan struct{}
-	out     chan store.Notification
-	done    chan struct{} // closed by Store.Close
-}
-
-func (sb *sub) notify(n store.Notification) {
-	sb.mu.Lock()
-	if n.Cursor > sb.pending[n.SessionID] {
-		sb.pending[n.SessionID] = n.Cursor
-	}
-	sb.mu.Unlock()
-	select {
-	case sb.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (sb *sub) run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sb.done:
-			return
-		case <-sb.wake:
-		}
-		sb.mu.Lock()
-		batch := make([]store.Notification, 0, len(sb.pending))
-		for id, c := range sb.pending {
-			batch = append(batch, store.Notification{SessionID: id, Cursor: c})
-		}
-		clear(sb.pending)
-		sb.mu.Unlock()
-		for _, n := range batch {
-			select {
-			case sb.out <- n:
-			case <-ctx.Done():
-				return
-			case <-sb.done:
-				return
-			}
-		}
-	}
 }

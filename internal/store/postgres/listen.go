@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/claude-relay/claude-relay/internal/store"
-	"github.com/claude-relay/claude-relay/internal/store/internal/fanout"
+	"github.com/claude-relay/claude-relay/internal/store/fanout"
 )
 
 // Reconnect backoff of the listener: jittered, doubling, capped.

@@ -25,7 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/claude-relay/claude-relay/internal/store"
-	"github.com/claude-relay/claude-relay/internal/store/internal/fanout"
+	"github.com/claude-relay/claude-relay/internal/store/fanout"
 	"github.com/claude-relay/claude-relay/internal/store/internal/ingest"
 )
 

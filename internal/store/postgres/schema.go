@@ -15,7 +15,7 @@ const migrationLock int64 = 0x636c617564652d72
 
 // migrations are applied in order; version i+1 is migrations[i]. Append
 // only: a released migration never changes. The columns are those of
-// package sqlite, so that one algorithm (internal/ingest) serves both.
+// package sqlite, so that one algorithm (package ingest) serves both.
 //
 // Times are Unix nanoseconds (bigint), 0 meaning "none": exact, where
 // timestamptz keeps microseconds. IDs compare with COLLATE "C" (byte order),

@@ -31,7 +31,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/claude-relay/claude-relay/internal/store"
-	"github.com/claude-relay/claude-relay/internal/store/internal/fanout"
+	"github.com/claude-relay/claude-relay/internal/store/fanout"
 	"github.com/claude-relay/claude-relay/internal/store/internal/ingest"
 )
 

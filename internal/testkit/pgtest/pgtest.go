@@ -31,7 +31,7 @@ import (
 // ErrNoPostgres means the server binaries are not installed.
 var ErrNoPostgres = errors.New("pgtest: PostgreSQL server binaries (initdb, postgres) not found: install postgresql (Debian: apt-get install postgresql)")
 
-// binDirs are searched after PATH, newest major version first.
+// binGlob is searched after PATH, newest major version first.
 const binGlob = "/usr/lib/postgresql/*/bin"
 
 // Server is a running PostgreSQL server.

@@ -2,6 +2,10 @@
 // blocking the publisher: each subscriber has a pending set that keeps only
 // the latest cursor per session (coalescing), and a goroutine of its own
 // that hands the set to the subscriber's channel at the subscriber's pace.
+//
+// It implements store.Store's Subscribe for every store: sqlite, postgres and
+// the backend's in-memory test store (internal/backend/memstore), which is
+// why it lives outside internal/store/internal.
 package fanout
 
 import (

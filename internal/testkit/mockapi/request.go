@@ -2,6 +2,7 @@ package mockapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -91,6 +92,55 @@ type Content struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Source is an image block's source.
+	Source *ImageSource `json:"source,omitempty"`
+}
+
+// ImageSource is the source of an image block.
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// Image is an image block of a request message.
+type Image struct {
+	// Message is the index in Request.Messages of the message holding it.
+	Message int
+	Role    string
+	// SourceType is the source's type ("base64", "url", ...).
+	SourceType string
+	MediaType  string
+	// Data is a base64 source's decoded bytes; nil for other sources.
+	Data []byte
+}
+
+// Images returns the image blocks of the request's messages in order, with
+// base64 data decoded, so a test can compare the bytes it sent. Images
+// nested inside tool results are not included.
+func (r *Request) Images() ([]Image, error) {
+	var out []Image
+	for i, m := range r.Messages {
+		for _, c := range m.Content {
+			if c.Type != "image" {
+				continue
+			}
+			img := Image{Message: i, Role: m.Role}
+			if c.Source != nil {
+				img.SourceType, img.MediaType = c.Source.Type, c.Source.MediaType
+				if c.Source.Type == "base64" {
+					b, err := base64.StdEncoding.DecodeString(c.Source.Data)
+					if err != nil {
+						return nil, fmt.Errorf("message %d: decode image data: %w", i, err)
+					}
+					img.Data = b
+				}
+			}
+			out = append(out, img)
+		}
+	}
+	return out, nil
 }
 
 // ToolResult is a tool_result block the client sent back.

@@ -37,9 +37,11 @@ type Serve struct {
 // Claude configures how the CLI is found and started.
 type Claude struct {
 	Path           string // empty: discovery
+	Command        string // replaces Path and discovery, shell-split (a pinned npx, say); empty: none
 	Model          string
 	Args           []string
 	Env            map[string]string
+	DisableAPIKey  bool // ANTHROPIC_API_KEY is not passed to the CLI, so it uses its own login
 	StartupTimeout time.Duration
 }
 

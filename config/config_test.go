@@ -127,6 +127,8 @@ func TestValidationNamesKeyValueAndAllowed(t *testing.T) {
 		{map[string]string{"CLAUDE_RELAY_SERVE_ADDR": "nowhere"}, "serve.addr", "nowhere", "host:port"},
 		{map[string]string{"CLAUDE_RELAY_FORWARDER_BATCH": "sometimes"}, "forwarder.batch", "sometimes", "auto, always, never"},
 		{map[string]string{"CLAUDE_RELAY_DATA_DIR": "relative/dir"}, "data_dir", "relative/dir", "absolute"},
+		{map[string]string{"CLAUDE_RELAY_CLAUDE_DISABLE_API_KEY": "maybe"}, "claude.disable_api_key", "maybe", "true or false"},
+		{map[string]string{"CLAUDE_RELAY_CLAUDE_COMMAND": "npx 'open"}, "claude.command", "npx 'open", "quotes closed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -143,6 +145,44 @@ func TestValidationNamesKeyValueAndAllowed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClaudeCommandAndDisableAPIKey: the base command override and the API
+// key switch are keys like any other: defaults, file and env, listed by
+// `config` with where they came from.
+func TestClaudeCommandAndDisableAPIKey(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Load(LoadOptions{LookupEnv: envOf(map[string]string{"HOME": dir})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := l.Config.Claude; c.Command != "" || c.DisableAPIKey || l.Origins["claude.command"].Source != FromDefault ||
+		l.Value("claude.disable_api_key") != "false" {
+		t.Errorf("defaults: %+v, %v, %q", c, l.Origins["claude.command"], l.Value("claude.disable_api_key"))
+	}
+	for _, k := range []string{"claude.command", "claude.disable_api_key"} {
+		if !slices.Contains(Keys(), k) {
+			t.Errorf("Keys() lacks %s", k)
+		}
+	}
+	file := writeFile(t, dir, "claude:\n  command: npx -y '@anthropic-ai/claude-code@2.1.330'\n  disable_api_key: true\n")
+	l, err = Load(LoadOptions{File: file, LookupEnv: envOf(map[string]string{"HOME": dir})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := l.Config.Claude; c.Command != "npx -y '@anthropic-ai/claude-code@2.1.330'" || !c.DisableAPIKey ||
+		l.Origins["claude.disable_api_key"].Source != FromFile {
+		t.Errorf("from the file: %+v, %v", c, l.Origins["claude.disable_api_key"])
+	}
+	l, err = Load(LoadOptions{File: file, LookupEnv: envOf(map[string]string{"HOME": dir,
+		"CLAUDE_RELAY_CLAUDE_DISABLE_API_KEY": "0", "CLAUDE_RELAY_CLAUDE_COMMAND": "/opt/claude/bin/claude --x"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := l.Config.Claude; c.Command != "/opt/claude/bin/claude --x" || c.DisableAPIKey ||
+		l.Origins["claude.command"] != (Origin{FromEnv, "CLAUDE_RELAY_CLAUDE_COMMAND"}) {
+		t.Errorf("env over the file: %+v, %v", c, l.Origins["claude.command"])
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cast"
+
+	"github.com/claude-relay/claude-relay/internal/launch"
 )
 
 // key describes one configuration key: its default, how its raw value is
@@ -103,6 +105,23 @@ var keys = []key{
 	{name: "claude.env", def: constant(""), apply: func(c *Config, raw any) error {
 		m, err := envMap(raw)
 		c.Claude.Env = m
+		return err
+	}},
+	{name: "claude.command", def: constant(""), apply: func(c *Config, raw any) error {
+		s, err := str(raw)
+		if err == nil && s != "" {
+			// Checked here so a bad quote fails at start, naming the key,
+			// not at the first run.
+			if _, _, perr := launch.Program("", s); perr != nil {
+				err = fmt.Errorf("allowed: a command line split like a shell does, quotes closed (%w)", perr)
+			}
+		}
+		c.Claude.Command = s
+		return err
+	}},
+	{name: "claude.disable_api_key", def: constant(false), apply: func(c *Config, raw any) error {
+		b, err := boolean(raw)
+		c.Claude.DisableAPIKey = b
 		return err
 	}},
 	{name: "claude.startup_timeout", def: constant("30s"), apply: func(c *Config, raw any) error {
@@ -218,6 +237,17 @@ func duration(raw any) (time.Duration, error) {
 		return 0, fmt.Errorf("allowed: a positive duration with a unit, like 500ms, 30s or 10m")
 	}
 	return d, nil
+}
+
+func boolean(raw any) (bool, error) {
+	if s, ok := raw.(string); ok {
+		raw = strings.TrimSpace(s)
+	}
+	b, err := cast.ToBoolE(raw)
+	if err != nil {
+		return false, fmt.Errorf("allowed: true or false")
+	}
+	return b, nil
 }
 
 func positiveInt(raw any) (int, error) {

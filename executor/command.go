@@ -1,10 +1,19 @@
 package executor
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"math"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
@@ -27,22 +36,66 @@ func (e *Executor) command(req Request) (string, []string, []string, error) {
 		return "", nil, nil, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	args = append(args, protocolArgs...)
-	args = append(args, launch.Session{
+	// Print mode only, so these are not launch.Session flags.
+	if req.PartialMessages {
+		args = append(args, "--include-partial-messages")
+	}
+	if req.MaxBudgetUSD > 0 {
+		args = append(args, "--max-budget-usd="+strconv.FormatFloat(req.MaxBudgetUSD, 'f', -1, 64))
+	}
+	s := launch.Session{
 		Model:              cmp.Or(req.Model, e.opts.Model),
 		Resume:             req.Resume,
 		Fork:               req.Fork,
 		Continue:           req.Continue,
 		MaxTurns:           req.MaxTurns,
 		AppendSystemPrompt: req.AppendSystemPrompt,
+		AllowedTools:       req.AllowedTools,
+		DisallowedTools:    req.DisallowedTools,
+		AddDirs:            req.AddDirs,
+		FallbackModel:      req.FallbackModel,
+		SystemPrompt:       req.SystemPrompt,
+		SettingSources:     req.SettingSources,
+		HasSettingSources:  req.HasSettingSources,
 		Extra:              slices.Concat(e.opts.Args, req.AdditionalArgs),
-	}.Args()...)
+	}
+	if given(req.MCPServers) {
+		b, err := json.Marshal(map[string]json.RawMessage{"mcpServers": req.MCPServers})
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("%w: mcp_servers: %w", ErrBadRequest, err)
+		}
+		s.MCPConfig = string(b)
+	}
+	if given(req.Agents) {
+		// Compact: one argument, no newlines in the process listing.
+		var b bytes.Buffer
+		if err := json.Compact(&b, req.Agents); err != nil {
+			return "", nil, nil, fmt.Errorf("%w: agents: %w", ErrBadRequest, err)
+		}
+		s.Agents = b.String()
+	}
+	args = append(args, s.Args()...)
 	return program, args, e.environ(req), nil
 }
+
+// maxThinkingTokensEnv is how the pinned CLI takes a thinking budget at
+// start: it has no flag for it (set_max_thinking_tokens is the mid-run way).
+const maxThinkingTokensEnv = "MAX_THINKING_TOKENS"
 
 // environ layers the environment: the helper's own, then claude.env, then the
 // run's. What cannot be passed on is left out, and said so in the log.
 func (e *Executor) environ(req Request) []string {
-	env, dropped := launch.Env{Base: e.opts.BaseEnv, Config: e.opts.Env, Run: req.Env,
+	run := req.Env
+	if req.MaxThinkingTokens > 0 {
+		// The typed option is the run's most specific word on it, so it
+		// goes over the run's own env.
+		run = maps.Clone(run)
+		if run == nil {
+			run = map[string]string{}
+		}
+		run[maxThinkingTokensEnv] = strconv.Itoa(req.MaxThinkingTokens)
+	}
+	env, dropped := launch.Env{Base: e.opts.BaseEnv, Config: e.opts.Env, Run: run,
 		RemoveAPIKey: e.opts.RemoveAPIKey, RunID: req.RunID}.Build()
 	for _, d := range dropped {
 		e.log.Warn(d.String(), "run_id", req.RunID)
@@ -80,6 +133,108 @@ func validate(req Request) error {
 		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
 			return fmt.Errorf("%w: working directory %q does not exist", ErrBadRequest, req.Cwd)
 		}
+	}
+	if err := validateOptions(req); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return nil
+}
+
+// Validate reports why req cannot run, as Run would, for a front end that
+// refuses a bad request before it starts anything. The error wraps
+// ErrBadRequest and names the field (as the prompt option) and the value.
+func Validate(req Request) error { return validate(req) }
+
+// settingSources are the values setting_sources takes.
+var settingSources = []string{"user", "project", "local"}
+
+// validateOptions checks the typed prompt options; its errors name the
+// option as the protocol spells it, with the index of a list entry.
+func validateOptions(req Request) error {
+	for _, l := range []struct {
+		name  string
+		tools []string
+	}{{"allowed_tools", req.AllowedTools}, {"disallowed_tools", req.DisallowedTools}} {
+		for i, t := range l.tools {
+			if strings.TrimSpace(t) == "" {
+				return fmt.Errorf("%s[%d]: empty tool name (give a tool such as Bash, Edit or \"Bash(git *)\")", l.name, i)
+			}
+		}
+	}
+	if err := jsonObject("mcp_servers", req.MCPServers); err != nil {
+		return err
+	}
+	if err := jsonObject("agents", req.Agents); err != nil {
+		return err
+	}
+	for i, d := range req.AddDirs {
+		if err := checkDir(req.Cwd, d); err != nil {
+			return fmt.Errorf("add_dirs[%d]: %w", i, err)
+		}
+	}
+	if req.FallbackModel != "" && req.FallbackModel == req.Model {
+		// The CLI refuses this at start with a less helpful message.
+		return fmt.Errorf("fallback_model: %q is the model itself (give a different model, or none)", req.FallbackModel)
+	}
+	switch b := req.MaxBudgetUSD; {
+	case math.IsNaN(b) || math.IsInf(b, 0):
+		return fmt.Errorf("max_budget_usd: %v is not a number of dollars", b)
+	case b < 0:
+		return fmt.Errorf("max_budget_usd: %v is negative (give a positive amount, or none)", b)
+	}
+	if req.MaxThinkingTokens < 0 {
+		return fmt.Errorf("max_thinking_tokens: %d is negative (give a positive number of tokens, or none)", req.MaxThinkingTokens)
+	}
+	for i, s := range req.SettingSources {
+		if !slices.Contains(settingSources, s) {
+			return fmt.Errorf("setting_sources[%d]: %q (allowed: %s)", i, s, strings.Join(settingSources, ", "))
+		}
+	}
+	return nil
+}
+
+// jsonObject checks that an object option is one: a JSON object whose
+// entries are objects too (server and agent definitions).
+func jsonObject(name string, raw json.RawMessage) error {
+	if !given(raw) {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("%s: not a JSON object (give {\"name\": {…}, …})", name)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if v := bytes.TrimSpace(m[k]); len(v) == 0 || v[0] != '{' {
+			return fmt.Errorf("%s.%s: not a JSON object (each entry is a definition object)", name, k)
+		}
+	}
+	return nil
+}
+
+// given reports whether an object option was given: JSON null, as a
+// protocol sends for "none", is not.
+func given(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+// checkDir checks that dir, relative to cwd unless absolute, is a directory.
+func checkDir(cwd, dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return errors.New("empty path (give a directory)")
+	}
+	p := dir
+	if !filepath.IsAbs(p) && cwd != "" {
+		p = filepath.Join(cwd, p)
+	}
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%q: no such directory (give an existing directory)", dir)
+	case err != nil:
+		return fmt.Errorf("%q: %w (give a directory this user can read)", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%q: not a directory (give a directory)", dir)
 	}
 	return nil
 }

@@ -2,9 +2,13 @@ package executor
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -111,6 +115,135 @@ func TestEnvPrecedence(t *testing.T) {
 	for _, want := range []string{`claude.env entry \"B=\"`, `claude.env entry \"NUL\\x00NAME\"`, `the run's env entry \"R=UN\"`} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %s:\n%s", want, &logs)
+		}
+	}
+}
+
+// TestCommandTypedOptions: each typed prompt option becomes the pinned
+// CLI's flag, as --flag=value, one per list value, so that no value can be
+// read as a flag and no variadic flag swallows what follows.
+func TestCommandTypedOptions(t *testing.T) {
+	e := New(Options{CLIPath: "/bin/claude"})
+	for _, tt := range []struct {
+		name string
+		req  Request
+		want []string
+	}{
+		{"allowed_tools", Request{AllowedTools: []string{"Bash(git *)", "Edit"}}, []string{"--allowedTools=Bash(git *)", "--allowedTools=Edit"}},
+		{"disallowed_tools", Request{DisallowedTools: []string{"-x", "WebFetch"}}, []string{"--disallowedTools=-x", "--disallowedTools=WebFetch"}},
+		{"mcp_servers", Request{MCPServers: json.RawMessage("{\n \"fs\": {\"command\": \"npx\", \"args\": [\"-y\", \"srv\"]}\n}")},
+			[]string{`--mcp-config={"mcpServers":{"fs":{"command":"npx","args":["-y","srv"]}}}`}},
+		{"add_dirs", Request{AddDirs: []string{"/a", "/b c"}}, []string{"--add-dir=/a", "--add-dir=/b c"}},
+		{"fallback_model", Request{FallbackModel: "sonnet"}, []string{"--fallback-model=sonnet"}},
+		{"max_budget_usd", Request{MaxBudgetUSD: 2.5}, []string{"--max-budget-usd=2.5"}},
+		{"max_budget_usd whole", Request{MaxBudgetUSD: 10}, []string{"--max-budget-usd=10"}},
+		{"system_prompt", Request{SystemPrompt: "--be brief\nand kind"}, []string{"--system-prompt=--be brief\nand kind"}},
+		{"agents", Request{Agents: json.RawMessage(`{ "reviewer": { "description": "Reviews", "prompt": "You review." } }`)},
+			[]string{`--agents={"reviewer":{"description":"Reviews","prompt":"You review."}}`}},
+		{"setting_sources", Request{SettingSources: []string{"user", "project"}}, []string{"--setting-sources=user,project"}},
+		{"setting_sources [] is none", Request{SettingSources: []string{}, HasSettingSources: true}, []string{"--setting-sources="}},
+		{"setting_sources absent", Request{SettingSources: []string{}}, nil},
+		{"null objects are none", Request{MCPServers: json.RawMessage("null"), Agents: json.RawMessage(" null")}, nil},
+		{"partial_messages", Request{PartialMessages: true}, []string{"--include-partial-messages"}},
+		{"nothing set", Request{}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.RunID = "r"
+			_, args, _, err := e.command(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Only the protocol flags come first; everything after them is
+			// this option's.
+			if got := args[len(protocolArgs):]; !slices.Equal(got, tt.want) {
+				t.Errorf("args %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCommandTypedOptionsOrder: the typed options come after the session
+// flags and before claude.args and the run's own arguments, which thus
+// still have the last word.
+func TestCommandTypedOptionsOrder(t *testing.T) {
+	e := New(Options{CLIPath: "/bin/claude", Args: []string{"--config-arg"}})
+	_, args, _, err := e.command(Request{RunID: "r", Model: "m", MaxBudgetUSD: 1, AllowedTools: []string{"Read"},
+		SystemPrompt: "sp", AdditionalArgs: []string{"--run-arg"}})
+	want := append(slices.Clone(protocolArgs), "--max-budget-usd=1", "--model=m", "--allowedTools=Read", "--system-prompt=sp",
+		"--config-arg", "--run-arg")
+	if err != nil || !slices.Equal(args, want) {
+		t.Errorf("args %q, %v; want %q", args, err, want)
+	}
+}
+
+// TestMaxThinkingTokensEnv: the pinned CLI has no flag for it; the
+// environment variable it reads goes over claude.env and the run's env,
+// without changing the caller's map.
+func TestMaxThinkingTokensEnv(t *testing.T) {
+	e := New(Options{BaseEnv: []string{"MAX_THINKING_TOKENS=1"}, Env: map[string]string{"MAX_THINKING_TOKENS": "2"}})
+	runEnv := map[string]string{"MAX_THINKING_TOKENS": "3", "A": "b"}
+	env := e.environ(Request{RunID: "r", Env: runEnv, MaxThinkingTokens: 4096})
+	if !slices.Contains(env, "MAX_THINKING_TOKENS=4096") || !slices.Contains(env, "A=b") {
+		t.Errorf("env %q lacks MAX_THINKING_TOKENS=4096 or A=b", env)
+	}
+	if runEnv["MAX_THINKING_TOKENS"] != "3" {
+		t.Errorf("the request's env map was changed: %v", runEnv)
+	}
+	if env := e.environ(Request{RunID: "r"}); !slices.Contains(env, "MAX_THINKING_TOKENS=2") {
+		t.Errorf("without the option claude.env stands: %q", env)
+	}
+	if env := e.environ(Request{RunID: "r", MaxThinkingTokens: 100}); !slices.Contains(env, "MAX_THINKING_TOKENS=100") {
+		t.Errorf("with no run env: %q", env)
+	}
+}
+
+// TestValidateTypedOptions: a bad option is a bad request whose message
+// names the option as the protocol spells it, the entry, and the value.
+func TestValidateTypedOptions(t *testing.T) {
+	cwd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(cwd, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(cwd, "file.txt")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		req  Request
+		want string // "" = valid
+	}{
+		{Request{AllowedTools: []string{"Read", " "}}, `allowed_tools[1]: empty tool name`},
+		{Request{DisallowedTools: []string{""}}, `disallowed_tools[0]: empty tool name`},
+		{Request{MCPServers: json.RawMessage(`["fs"]`)}, `mcp_servers: not a JSON object`},
+		{Request{MCPServers: json.RawMessage(`true`)}, `mcp_servers: not a JSON object`},
+		{Request{MCPServers: json.RawMessage(`{"a": {}, "b": [], "c": 1}`)}, `mcp_servers.b: not a JSON object`},
+		{Request{MCPServers: json.RawMessage(` null `), Agents: json.RawMessage(`null`)}, ""},
+		{Request{MCPServers: json.RawMessage(`{"fs": "npx srv"}`)}, `mcp_servers.fs: not a JSON object`},
+		{Request{MCPServers: json.RawMessage(`{"fs": {`)}, `mcp_servers: not a JSON object`},
+		{Request{Agents: json.RawMessage(`"reviewer"`)}, `agents: not a JSON object`},
+		{Request{Agents: json.RawMessage(`{"reviewer": 1}`)}, `agents.reviewer: not a JSON object`},
+		{Request{AddDirs: []string{"/nonexistent/x"}}, `add_dirs[0]: "/nonexistent/x": no such directory`},
+		{Request{Cwd: cwd, AddDirs: []string{"sub", "nope"}}, `add_dirs[1]: "nope": no such directory`},
+		{Request{AddDirs: []string{file}}, `add_dirs[0]: "` + file + `": not a directory`},
+		{Request{AddDirs: []string{""}}, `add_dirs[0]: empty path`},
+		{Request{Model: "opus", FallbackModel: "opus"}, `fallback_model: "opus" is the model itself`},
+		{Request{MaxBudgetUSD: -1}, `max_budget_usd: -1 is negative`},
+		{Request{MaxBudgetUSD: math.NaN()}, `max_budget_usd: NaN is not a number of dollars`},
+		{Request{MaxBudgetUSD: math.Inf(1)}, `max_budget_usd: +Inf is not a number of dollars`},
+		{Request{MaxThinkingTokens: -5}, `max_thinking_tokens: -5 is negative`},
+		{Request{SettingSources: []string{"user", "global"}}, `setting_sources[1]: "global" (allowed: user, project, local)`},
+		{Request{SettingSources: []string{"User"}}, `setting_sources[0]: "User" (allowed: user, project, local)`},
+		{Request{Cwd: cwd, AllowedTools: []string{"Bash(git *)"}, DisallowedTools: []string{"Write"},
+			MCPServers: json.RawMessage(`{}`), Agents: json.RawMessage(`{"a":{"description":"d","prompt":"p"}}`),
+			AddDirs: []string{"sub", cwd}, Model: "opus", FallbackModel: "sonnet", MaxBudgetUSD: 0.5, MaxThinkingTokens: 1024,
+			SystemPrompt: "x", SettingSources: []string{}, HasSettingSources: true}, ""},
+	} {
+		err := Validate(tt.req)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("Validate(%+v) = %v, want nil", tt.req, err)
+		case tt.want != "" && (!errors.Is(err, ErrBadRequest) || err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("Validate(%+v) = %v, want ErrBadRequest with %q", tt.req, err, tt.want)
 		}
 	}
 }

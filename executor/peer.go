@@ -22,11 +22,16 @@ type peer struct {
 	mu      sync.Mutex // serialises writes: a line must never interleave
 	w       io.WriteCloser
 	closed  bool
-	pending map[string]chan *streamjson.ControlResponse
+	pending map[string]answerFunc
 }
 
+// answerFunc receives the CLI's response to one of our control requests, or
+// (resp nil) the error that means none will come. It runs on the stdout
+// reader's goroutine and must not block.
+type answerFunc func(resp *streamjson.ControlResponse, err error)
+
 func newPeer(w io.WriteCloser) *peer {
-	return &peer{w: w, pending: map[string]chan *streamjson.ControlResponse{}}
+	return &peer{w: w, pending: map[string]answerFunc{}}
 }
 
 // writeLine writes one NDJSON line. A dead CLI makes stdin writes fail with
@@ -50,32 +55,56 @@ func (p *peer) writeLine(line []byte) error {
 
 // send writes a control request and returns a channel for its response.
 func (p *peer) send(req any) (string, <-chan *streamjson.ControlResponse, error) {
+	ch := make(chan *streamjson.ControlResponse, 1)
+	id, err := p.call(req, func(resp *streamjson.ControlResponse, _ error) {
+		if resp != nil {
+			ch <- resp
+		}
+	})
+	return id, ch, err
+}
+
+// call writes a control request; answer gets its response, or the error of
+// abandon if the run ends first. A request that cannot be written is
+// forgotten and answer is not called: the error is returned instead.
+func (p *peer) call(req any, answer answerFunc) (string, error) {
 	id := uuid.NewString()
 	line, err := streamjson.ControlRequest{RequestID: id, Request: req}.Encode()
 	if err != nil {
-		return "", nil, fmt.Errorf("encode control request: %w", err)
+		return "", fmt.Errorf("encode control request: %w", err)
 	}
-	ch := make(chan *streamjson.ControlResponse, 1)
 	p.mu.Lock()
-	p.pending[id] = ch
+	p.pending[id] = answer
 	p.mu.Unlock()
 	if err := p.writeLine(line); err != nil {
 		p.forget(id)
-		return "", nil, err
+		return "", err
 	}
-	return id, ch, nil
+	return id, nil
 }
 
 // resolve hands a control_response to whoever waits for it.
 func (p *peer) resolve(resp *streamjson.ControlResponse) bool {
 	p.mu.Lock()
-	ch, ok := p.pending[resp.RequestID]
+	answer, ok := p.pending[resp.RequestID]
 	delete(p.pending, resp.RequestID)
 	p.mu.Unlock()
 	if ok {
-		ch <- resp
+		answer(resp, nil)
 	}
 	return ok
+}
+
+// abandon tells every request still waiting that no response will come.
+// Call it once the stdout reader has ended.
+func (p *peer) abandon(err error) {
+	p.mu.Lock()
+	pending := p.pending
+	p.pending = map[string]answerFunc{}
+	p.mu.Unlock()
+	for _, answer := range pending {
+		answer(nil, err)
+	}
 }
 
 func (p *peer) forget(id string) {

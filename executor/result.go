@@ -17,6 +17,17 @@ type aggregator struct {
 	conversationID string
 	result         *streamjson.Result
 	limitNotice    string
+
+	// A keep-alive run has a result per turn. The CLI reports each turn's
+	// own usage and num_turns, but total_cost_usd summed over its process
+	// so far (seen with 2.1.330): a turn's cost is the difference.
+	results    int // results seen
+	usage      streamjson.Usage
+	numTurns   int
+	cost       float64 // the latest total_cost_usd
+	turnCost   float64 // what the latest result added to it
+	turnStdout strings.Builder
+	turnNotice string
 }
 
 // limitText recognises rate and usage limit notices in CLI text.
@@ -37,24 +48,76 @@ func (a *aggregator) add(m streamjson.Message) {
 			if b.Type == streamjson.BlockText {
 				a.stdout.WriteString(b.Text)
 				a.stdout.WriteByte('\n')
+				a.turnStdout.WriteString(b.Text)
+				a.turnStdout.WriteByte('\n')
 			}
 		}
 		// The CLI marks an API error it gave up on in the assistant message.
-		if e := m.Assistant.Error; e != "" && limitText.MatchString(e) && a.limitNotice == "" {
-			a.limitNotice = strings.TrimSpace(m.Assistant.Text())
-			if a.limitNotice == "" {
-				a.limitNotice = e
-			}
+		if e := m.Assistant.Error; e != "" && limitText.MatchString(e) && (a.limitNotice == "" || a.turnNotice == "") {
+			a.notice(firstNonEmpty(strings.TrimSpace(m.Assistant.Text()), e))
 		}
 	case m.Result != nil:
 		a.result = m.Result
-		if m.Result.IsError && a.limitNotice == "" {
+		a.results++
+		a.usage.Add(m.Result.Usage)
+		a.numTurns += m.Result.NumTurns
+		a.turnCost = m.Result.TotalCostUSD - a.cost
+		if a.turnCost < 0 {
+			// The CLI started counting afresh; what it reports is this turn's.
+			a.turnCost = m.Result.TotalCostUSD
+		}
+		a.cost = m.Result.TotalCostUSD
+		if m.Result.IsError && (a.limitNotice == "" || a.turnNotice == "") {
 			text := m.Result.Result + " " + strings.Join(m.Result.Errors, " ")
 			if limitText.MatchString(text) || apiStatus(m) == 429 {
-				a.limitNotice = strings.TrimSpace(firstNonEmpty(m.Result.Result, strings.Join(m.Result.Errors, "; "), "rate limited (HTTP 429)"))
+				a.notice(strings.TrimSpace(firstNonEmpty(m.Result.Result, strings.Join(m.Result.Errors, "; "), "rate limited (HTTP 429)")))
 			}
 		}
 	}
+}
+
+// notice records a limit notice: the run keeps its first, a turn its own.
+func (a *aggregator) notice(text string) {
+	if a.limitNotice == "" {
+		a.limitNotice = text
+	}
+	if a.turnNotice == "" {
+		a.turnNotice = text
+	}
+}
+
+// totalCost is the cost of every turn so far.
+func (a *aggregator) totalCost() float64 { return a.cost }
+
+// endTurn returns the Result of the turn the latest result ended (a
+// keep-alive run's) and starts the next turn's text and notice afresh.
+// Status, exit code and stderr follow seed 002 and 003 as for a whole run.
+func (a *aggregator) endTurn() *Result {
+	r := a.result
+	res := &Result{
+		ConversationID: a.conversationID,
+		Subtype:        r.Subtype,
+		NumTurns:       r.NumTurns,
+		Usage:          r.Usage,
+		TotalCostUSD:   a.turnCost,
+		HasUsage:       true,
+		LimitNotice:    a.turnNotice,
+	}
+	res.Stdout = strings.TrimSpace(a.turnStdout.String())
+	res.DurationMS = r.DurationMS
+	switch {
+	case res.LimitNotice != "":
+		res.Status, res.ExitCode = StatusCompleted, 0
+	case r.IsError:
+		res.Status, res.ExitCode = StatusFailed, 1
+		res.Stderr = errorText(r)
+		res.Reason = res.Stderr
+	default:
+		res.Status, res.ExitCode = StatusCompleted, 0
+	}
+	a.turnStdout.Reset()
+	a.turnNotice = ""
+	return res
 }
 
 // apiStatus reads the result's api_error_status, which the CLI sets when it
@@ -93,6 +156,10 @@ func (r *run) result(o outcome) (*Result, error) {
 	if a.result != nil {
 		res.Subtype, res.NumTurns = a.result.Subtype, a.result.NumTurns
 		res.Usage, res.TotalCostUSD, res.HasUsage = a.result.Usage, a.result.TotalCostUSD, true
+		if r.req.KeepAlive {
+			// Every turn counts, each once.
+			res.NumTurns, res.Usage, res.TotalCostUSD = a.numTurns, a.usage, a.totalCost()
+		}
 	}
 	switch {
 	case o.cancelled:
@@ -104,6 +171,10 @@ func (r *run) result(o outcome) (*Result, error) {
 		res.Status, res.ExitCode, res.Reason = StatusFailed, 1, err.Error()
 		res.Stderr = strings.TrimSpace(err.Error() + "\n" + res.StderrTail)
 		return res, err
+	case a.result != nil && r.req.KeepAlive:
+		// Each turn's error or limit was its own turn's, told with it; the
+		// run ends as it was asked to (or as the CLI died).
+		return r.liveResult(res)
 	case a.limitNotice != "":
 		// Seed 003: hitting a limit ends the run as a completion, not a failure.
 		res.Status, res.ExitCode = StatusCompleted, 0

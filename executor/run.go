@@ -33,6 +33,11 @@ type run struct {
 
 	mu        sync.Mutex
 	approvals map[string]context.CancelFunc // pending can_use_tool, by control request ID
+	mode      streamjson.PermissionMode     // as the CLI last reported or confirmed it; "" until then
+
+	lv    liveLoop     // turns and Inputs, owned by the loop (supervise)
+	turns *turnSignal  // results, from the stdout reader to the loop
+	w     *stdinWriter // the loop's writes to stdin
 
 	approvalCtx    context.Context // ends on interrupt and exit: no approval outlives the run
 	cancelApproval context.CancelFunc
@@ -60,12 +65,19 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 	if err := validate(req); err != nil {
 		return failed(start, err), err
 	}
+	if len(req.Content) > 0 {
+		if _, err := streamjson.UserMessageContent(req.Content); err != nil {
+			err = fmt.Errorf("%w: content: %w", ErrBadRequest, err)
+			return failed(start, err), err
+		}
+	}
 	program, args, env, err := e.command(req)
 	if err != nil {
 		return failed(start, err), err
 	}
 	r := &run{e: e, req: req, obs: obs, approver: approver,
-		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{})}
+		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}),
+		lv: liveLoop{inputs: req.Inputs, busy: true, started: 1}, turns: newTurnSignal(), w: newStdinWriter()}
 	r.approvalCtx, r.cancelApproval = context.WithCancel(context.Background())
 	defer r.cancelApproval()
 	res, err := r.execute(ctx, start, program, args, env)
@@ -150,30 +162,40 @@ func (r *run) execute(ctx context.Context, start time.Time, program string, args
 	readers.Add(2)
 	go func() { defer readers.Done(); r.readStdout(p.stdoutR) }()
 	go func() { defer readers.Done(); r.readStderr(p.stderrR) }()
+	go r.w.run()
 	r.begin()
 
 	outcome := r.supervise(ctx, exited)
 	r.cancelApproval()
+	r.w.shutdown(p.stdinW, func() {
+		r.e.log.Warn("CLI stdin still blocked after exit; closing it", "run_id", r.req.RunID)
+	})
 	r.peer.close()
 	r.cleanupLeftovers()
 	r.finishReading(&readers, p)
 	r.handlers.Wait()
+	// The reader is done: no control response can come any more.
+	r.peer.abandon(ErrNoAnswer)
 	return r.result(outcome)
 }
 
 // begin sends initialize, the permission mode and the prompt at once, as the
 // official SDKs do; the CLI reads them in order.
 func (r *run) begin() {
+	first := streamjson.UserMessage(r.req.Prompt)
+	if len(r.req.Content) > 0 {
+		first, _ = streamjson.UserMessageContent(r.req.Content) // checked by Run
+	}
 	steps := []func() error{
 		func() error {
-			_, _, err := r.peer.send(streamjson.InitializeRequest{Hooks: hooks(r.req)})
+			_, err := r.peer.call(streamjson.InitializeRequest{Hooks: hooks(r.req)}, r.sessionInfo)
 			return err
 		},
 		func() error {
 			_, _, err := r.peer.send(streamjson.SetPermissionModeRequest{Mode: permissionMode(r.req)})
 			return err
 		},
-		func() error { return r.peer.writeLine(streamjson.UserMessage(r.req.Prompt)) },
+		func() error { return r.peer.writeLine(first) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -192,13 +214,25 @@ type outcome struct {
 }
 
 // supervise waits for the CLI to exit, enforcing the startup timeout and
-// turning a cancel into interrupt-then-signals.
+// turning a cancel into interrupt-then-signals. It is the run loop: it
+// reads Inputs and moves a keep-alive run from turn to turn.
 func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) outcome {
 	startup := time.NewTimer(r.e.opts.StartupTimeout)
 	defer startup.Stop()
+	defer r.stopIdle()
 	gotOutput := r.gotOutput
+	var turnEnds <-chan struct{}
+	if r.req.KeepAlive {
+		turnEnds = r.turns.c
+	}
 	for {
 		select {
+		case in, ok := <-r.lv.inputs:
+			r.onInput(in, ok)
+		case <-turnEnds:
+			r.onTurnsEnded()
+		case <-r.lv.idleC:
+			r.onIdle()
 		case st := <-exited:
 			return outcome{state: st}
 		case <-gotOutput:
@@ -217,19 +251,43 @@ func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) out
 // pending approvals, give the CLI InterruptGrace to finish, then signals.
 func (r *run) stop(exited <-chan *os.ProcessState) *os.ProcessState {
 	r.cancelApproval()
-	if _, _, err := r.peer.send(streamjson.InterruptRequest{}); err != nil {
-		r.e.log.Debug("interrupt not sent", "run_id", r.req.RunID, "err", err)
+	// Through the writer: a CLI that stopped reading must not stall the stop.
+	r.w.add(writeOp{
+		write: func() error {
+			_, _, err := r.peer.send(streamjson.InterruptRequest{})
+			return err
+		},
+		done: func(err error) {
+			if err != nil {
+				r.e.log.Debug("interrupt not sent", "run_id", r.req.RunID, "err", err)
+			}
+		},
+	})
+	var turnEnds <-chan struct{}
+	if r.req.KeepAlive {
+		// A keep-alive run keeps stdin open after results: EOF, once no turn
+		// runs, is what lets the CLI exit.
+		if r.lv.busy {
+			turnEnds = r.turns.c
+		} else {
+			r.closeStdin()
+		}
 	}
 	grace := time.NewTimer(r.e.opts.InterruptGrace)
 	defer grace.Stop()
+	// A local copy: the reader still selects on r.resultSeen.
+	resultSeen := r.resultSeen
 	for {
 		select {
 		case st := <-exited:
 			return st
-		case <-r.resultSeen:
+		case <-resultSeen:
 			// The CLI has answered the interrupt with its result; EOF on stdin
 			// (closed when the result arrived) lets it exit.
-			r.resultSeen = nil
+			resultSeen = nil
+		case <-turnEnds:
+			turnEnds = nil
+			r.closeStdin()
 		case <-grace.C:
 			return r.kill(exited, r.e.opts.SignalGap)
 		}
@@ -347,6 +405,16 @@ func (r *run) handle(msg streamjson.Message) {
 		r.peer.resolve(msg.ControlResponse)
 	case msg.ControlCancelRequest != nil:
 		r.cancelApprovalByID(msg.ControlCancelRequest.RequestID)
+	case msg.System != nil:
+		r.observeMode(msg.System.PermissionMode)
+	case msg.Result != nil && r.req.KeepAlive:
+		// A live run stays open: the loop decides what comes next.
+		r.turnEnded()
+		select {
+		case <-r.resultSeen:
+		default:
+			close(r.resultSeen)
+		}
 	case msg.Result != nil:
 		if notice := r.agg.limitNotice; notice != "" {
 			r.obs.Event(Event{Kind: EventLimitNotice, RunID: r.req.RunID, Time: time.Now(), Text: notice})
@@ -371,6 +439,10 @@ func (r *run) serve(cr *streamjson.ControlRequest) {
 		var err error
 		switch req := cr.Request.(type) {
 		case *streamjson.CanUseToolRequest:
+			if deny, ok := r.planModeDenial(req); ok {
+				err = r.peer.respond(cr.RequestID, deny)
+				break
+			}
 			err = r.peer.respond(cr.RequestID, r.decide(r.approvalCtx, cr.RequestID, req))
 		case *streamjson.HookCallbackRequest:
 			err = r.peer.respond(cr.RequestID, r.hookAnswer(r.approvalCtx, req))

@@ -16,6 +16,15 @@ var (
 	ErrBadRequest     = errors.New("invalid run request")
 )
 
+// Errors a live run's Input can be answered with (Input.Done).
+var (
+	ErrNotLive    = errors.New("the run is not keep_alive")
+	ErrRunEnding  = errors.New("the run is ending")
+	ErrCLIRefused = errors.New("the Claude CLI refused the request")
+	ErrNoAnswer   = errors.New("the run ended before the Claude CLI answered")
+	ErrBadInput   = errors.New("invalid input for a live run")
+)
+
 // Request is one background run.
 type Request struct {
 	RunID              string
@@ -32,8 +41,43 @@ type Request struct {
 	Env                map[string]string // highest-precedence environment for this run
 	AdditionalArgs     []string
 	// StopGitCheck registers a Stop hook that blocks while the git tree has
-	// uncommitted changes. Wired by the live-runs work (prompt option stop_git_check).
+	// uncommitted changes (prompt option stop_git_check).
 	StopGitCheck bool
+
+	// Live runs (CONTRACT §7).
+	KeepAlive   bool          // the run stays open after a result and takes Inputs; ends on InputEnd, ctx, or IdleTimeout
+	IdleTimeout time.Duration // keep_alive: end the run after this long with no turn running (0 = 30m)
+	// Inputs carries follow-ups and mid-run control for a KeepAlive run
+	// (nil: none); a run that is not KeepAlive takes InputInterrupt,
+	// InputSetMode and InputSetModel from it too. The executor reads it
+	// until the run ends; closing it is taken as InputEnd.
+	Inputs <-chan Input
+	// Content, when set, is the first user message's content (a JSON array
+	// of content blocks, or a JSON string) instead of Prompt's text. Prompt
+	// must still be non-blank: a blank one completes at once (seed 002).
+	Content         json.RawMessage
+	PartialMessages bool // pass --include-partial-messages (stream_event lines reach the Observer as EventLine like any other line)
+
+	// Typed prompt options (CONTRACT §7), validated by Run and mapped to
+	// the CLI's flags by command; zero values ask for the CLI's defaults.
+	AllowedTools    []string        // allowed_tools: --allowedTools, one per tool ("Bash(git *)" rules too)
+	DisallowedTools []string        // disallowed_tools: --disallowedTools, one per tool
+	MCPServers      json.RawMessage // mcp_servers: Claude Code's mcpServers object, --mcp-config={"mcpServers":…}
+	AddDirs         []string        // add_dirs: --add-dir, one per directory; relative to Cwd
+	FallbackModel   string          // fallback_model: --fallback-model
+	MaxBudgetUSD    float64         // max_budget_usd: --max-budget-usd
+	// MaxThinkingTokens is set as MAX_THINKING_TOKENS in the CLI's
+	// environment: the pinned CLI has no flag for it, and the variable
+	// takes precedence over the settings.
+	MaxThinkingTokens int
+	SystemPrompt      string          // system_prompt: --system-prompt, replacing the default one
+	Agents            json.RawMessage // agents: Claude Code's subagent definitions object, --agents
+	// SettingSources (setting_sources: user, project, local) are the
+	// settings files the CLI loads. HasSettingSources tells an empty list
+	// (load none: --setting-sources=) from an absent one (the CLI's
+	// default); a non-empty list is passed either way.
+	SettingSources    []string
+	HasSettingSources bool
 }
 
 // Status is how a run ended.
@@ -75,11 +119,14 @@ type EventKind int
 
 // Event kinds.
 const (
-	EventStarted     EventKind = iota + 1 // the CLI process started: PID and Argv
-	EventLine                             // one stdout line, unmodified, with its decoded form
-	EventMalformed                        // a stdout line that is not a JSON object: Line and Err
-	EventStderr                           // one stderr line, ANSI stripped
-	EventLimitNotice                      // a rate or usage limit notice: Text
+	EventStarted       EventKind = iota + 1 // the CLI process started: PID and Argv
+	EventLine                               // one stdout line, unmodified, with its decoded form
+	EventMalformed                          // a stdout line that is not a JSON object: Line and Err
+	EventStderr                             // one stderr line, ANSI stripped
+	EventLimitNotice                        // a rate or usage limit notice: Text
+	EventTurnCompleted                      // a keep_alive run's turn ended: Turn (1-based), TurnResult
+	EventSessionInfo                        // the CLI's initialize control_response payload (raw JSON object), once per run: SessionInfo
+	EventModeChanged                        // the permission mode changed (a confirmed set_mode, or the CLI reported a new one): Mode
 )
 
 // Event is one thing that happened in a run, reported in order.
@@ -93,6 +140,14 @@ type Event struct {
 	Text    string             // EventStderr, EventLimitNotice
 	PID     int                // EventStarted
 	Argv    []string           // EventStarted
+	Turn    int                // EventTurnCompleted: 1-based
+	// TurnResult is that turn only (EventTurnCompleted): Status, Stdout
+	// (the turn's assistant text), Stderr and ExitCode per seed 002 for an
+	// error result, Usage, TotalCostUSD, HasUsage, ConversationID, Subtype,
+	// NumTurns, DurationMS (the CLI's), LimitNotice.
+	TurnResult  *Result
+	SessionInfo json.RawMessage           // EventSessionInfo (owned by the receiver)
+	Mode        streamjson.PermissionMode // EventModeChanged
 }
 
 // Observer receives a run's events from the run's reader goroutines, one at

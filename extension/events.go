@@ -42,6 +42,19 @@ func EventsOf(e relay.Event) []Event {
 		if errors.Is(e.Err, forwarder.ErrSpoolFull) {
 			ev.Code = CodeSpoolFull
 		}
+	case relay.KindPartial:
+		ev.Event, ev.Payload = EventPartial, e.Line
+	case relay.KindTurnCompleted:
+		end := e.End
+		res := end.Result
+		ev.Event, ev.InteractionID, ev.Turn, ev.Result, ev.ConversationID, ev.Usage, ev.TotalCostUSD =
+			EventTurnCompleted, e.InteractionID, e.Turn, &res, end.ConversationID, end.Usage, end.TotalCostUSD
+	case relay.KindSessionInfo:
+		return []Event{sessionInfo(ev, e.Info)}
+	case relay.KindModeChanged:
+		ev.Event, ev.PermissionMode = EventModeChanged, e.Mode
+	case relay.KindError:
+		ev.Event, ev.RequestID, ev.Code, ev.Message = EventError, e.RequestID, CodeCLIRefused, e.Err.Error()
 	case relay.KindEnded:
 		end := e.End
 		res := end.Result
@@ -62,6 +75,26 @@ func EventsOf(e relay.Event) []Event {
 		return nil
 	}
 	return []Event{ev}
+}
+
+// sessionInfo picks session_info's fields from the CLI's initialize
+// response; what the CLI does not send stays out.
+func sessionInfo(ev Event, info json.RawMessage) Event {
+	var r map[string]json.RawMessage
+	_ = json.Unmarshal(info, &r)
+	ev.Event = EventSessionInfo
+	ev.Commands, ev.Models, ev.Account = r["commands"], r["models"], r["account"]
+	for _, k := range []string{"output_styles", "available_output_styles", "output_style"} {
+		if v, ok := r[k]; ok {
+			ev.OutputStyles = v
+			break
+		}
+	}
+	var mode string
+	if json.Unmarshal(r["current_permission_mode"], &mode) == nil {
+		ev.PermissionMode = mode
+	}
+	return ev
 }
 
 // ShutdownEvent is the last event: why, and what the forwarder's drain

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
-// ProtocolVersion is the `protocol` of the ready event.
-const ProtocolVersion = 1
+// ProtocolVersion is the `protocol` of the ready event: 2 has live runs
+// (CONTRACT §7).
+const ProtocolVersion = 2
 
 // Actions a command can name.
 const (
@@ -18,6 +20,12 @@ const (
 	ActionStatus   = "status"
 	ActionTerminal = "terminal"
 	ActionShutdown = "shutdown"
+	// Live runs (protocol 2).
+	ActionSend      = "send"
+	ActionInterrupt = "interrupt"
+	ActionSetMode   = "set_mode"
+	ActionSetModel  = "set_model"
+	ActionEnd       = "end"
 )
 
 // Command is one stdin line. Fields an action does not use are ignored, as
@@ -33,6 +41,11 @@ type Command struct {
 	ApprovalID    string        `json:"approval_id,omitempty"`
 	Decision      string        `json:"decision,omitempty"` // allow or deny
 	Reason        string        `json:"reason,omitempty"`
+	// send: the follow-up's content blocks, beside or instead of prompt.
+	Content []content.Block `json:"content,omitempty"`
+	// set_mode, set_model
+	PermissionMode string  `json:"permission_mode,omitempty"`
+	Model          *string `json:"model,omitempty"` // a pointer: "" asks for the default model
 }
 
 // PromptOptions are a prompt's (and a terminal's) options.
@@ -50,6 +63,25 @@ type PromptOptions struct {
 	Env                map[string]string `json:"env,omitempty"`
 	AdditionalArgs     []string          `json:"additional_args,omitempty"`
 	ExitOnComplete     bool              `json:"exit_on_complete,omitempty"`
+
+	// Protocol 2 (CONTRACT §7).
+	KeepAlive       bool            `json:"keep_alive,omitempty"`
+	IdleTimeout     string          `json:"idle_timeout,omitempty"` // a duration such as "30m"
+	Content         []content.Block `json:"content,omitempty"`
+	PartialMessages bool            `json:"partial_messages,omitempty"`
+	StopGitCheck    bool            `json:"stop_git_check,omitempty"`
+
+	// Typed CLI options (README: what each maps to).
+	AllowedTools      []string        `json:"allowed_tools,omitempty"`
+	DisallowedTools   []string        `json:"disallowed_tools,omitempty"`
+	MCPServers        json.RawMessage `json:"mcp_servers,omitempty"`
+	AddDirs           []string        `json:"add_dirs,omitempty"`
+	FallbackModel     string          `json:"fallback_model,omitempty"`
+	MaxBudgetUSD      float64         `json:"max_budget_usd,omitempty"`
+	MaxThinkingTokens int             `json:"max_thinking_tokens,omitempty"`
+	SystemPrompt      string          `json:"system_prompt,omitempty"`
+	Agents            json.RawMessage `json:"agents,omitempty"`
+	SettingSources    *[]string       `json:"setting_sources,omitempty"` // [] loads no settings files
 }
 
 // Event names.
@@ -70,6 +102,10 @@ const (
 	EventSignal             = "signal"
 	EventAutoShutdown       = "auto_shutdown"
 	EventShutdown           = "shutdown"
+	EventTurnCompleted      = "turn_completed"
+	EventSessionInfo        = "session_info"
+	EventModeChanged        = "mode_changed"
+	EventPartial            = "partial"
 	StateIdle, StateRunning = "idle", "executing"
 )
 
@@ -130,6 +166,16 @@ type Event struct {
 
 	// signal
 	Signal string `json:"signal,omitempty"`
+
+	// turn_completed
+	Turn int `json:"turn,omitempty"`
+
+	// session_info (from the CLI's initialize response); mode_changed
+	Commands       json.RawMessage `json:"commands,omitempty"`
+	Models         json.RawMessage `json:"models,omitempty"`
+	OutputStyles   json.RawMessage `json:"output_styles,omitempty"`
+	Account        json.RawMessage `json:"account,omitempty"`
+	PermissionMode string          `json:"permission_mode,omitempty"`
 }
 
 // Result is seed 002's command result.
@@ -176,4 +222,6 @@ const (
 	CodeInternal        = "internal"
 	CodeCLINotFound     = "cli_not_found"
 	CodeMalformedOutput = "malformed_output"
+	CodeNotLive         = "not_live"
+	CodeCLIRefused      = "cli_refused"
 )

@@ -2,6 +2,9 @@ package extension
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -12,18 +15,36 @@ import (
 // prompt starts a run on the core; this file only translates between the
 // protocol and the core.
 func (s *Server) prompt(cmd Command) {
-	if cmd.Prompt == nil {
+	if cmd.Prompt == nil && len(cmd.Options.Content) == 0 && len(cmd.Content) == 0 {
 		s.emitError(cmd.RequestID, CodeMissingField, "missing field: prompt")
 		return
+	}
+	var idle time.Duration
+	if t := cmd.Options.IdleTimeout; t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			s.emitError(cmd.RequestID, CodeBadValue, fmt.Sprintf("idle_timeout %q: give a positive duration such as 30m or 90s", t))
+			return
+		}
+		idle = d
+	}
+	var prompt string
+	if cmd.Prompt != nil {
+		prompt = *cmd.Prompt
 	}
 	if cmd.RunID == "" {
 		cmd.RunID = uuid.NewString()
 	}
 	o := cmd.Options
 	req := relay.Request{RequestID: cmd.RequestID, RunID: cmd.RunID, SessionID: cmd.SessionID, InteractionID: cmd.InteractionID,
-		Prompt: *cmd.Prompt, Cwd: o.Cwd, Model: o.Model, PermissionMode: o.PermissionMode, Approvals: o.Approvals,
+		Prompt: prompt, Cwd: o.Cwd, Model: o.Model, PermissionMode: o.PermissionMode, Approvals: o.Approvals,
 		Resume: o.Resume, ResumeLastSession: o.ResumeLastSession, Fork: o.Fork, Continue: o.Continue, MaxTurns: o.MaxTurns,
-		SystemPromptAppend: o.SystemPromptAppend, Env: o.Env, AdditionalArgs: o.AdditionalArgs}
+		SystemPromptAppend: o.SystemPromptAppend, Env: o.Env, AdditionalArgs: o.AdditionalArgs,
+		Content: append(slices.Clone(o.Content), cmd.Content...), KeepAlive: o.KeepAlive, IdleTimeout: idle,
+		PartialMessages: o.PartialMessages, StopGitCheck: o.StopGitCheck,
+		CLI: relay.CLIOptions{AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools, MCPServers: o.MCPServers,
+			AddDirs: o.AddDirs, FallbackModel: o.FallbackModel, MaxBudgetUSD: o.MaxBudgetUSD, MaxThinkingTokens: o.MaxThinkingTokens,
+			SystemPrompt: o.SystemPrompt, Agents: o.Agents, SettingSources: o.SettingSources}}
 	if o.ExitOnComplete {
 		// Recorded before Start: the run may end before Start returns.
 		s.mu.Lock()
@@ -38,8 +59,56 @@ func (s *Server) prompt(cmd Command) {
 	}
 }
 
-// refuseCode is the protocol's error code for a refused prompt.
+// live handles the commands on a live run: send, interrupt, set_mode,
+// set_model, end. Their failures come back as error events naming the
+// request.
+func (s *Server) live(cmd Command) {
+	if cmd.RunID == "" {
+		s.emitError(cmd.RequestID, CodeMissingField, "missing field: run_id")
+		return
+	}
+	var err error
+	switch cmd.Action {
+	case ActionSend:
+		prompt := ""
+		if cmd.Prompt != nil {
+			prompt = *cmd.Prompt
+		}
+		if prompt == "" && len(cmd.Content) == 0 {
+			s.emitError(cmd.RequestID, CodeMissingField, "missing field: prompt (or content)")
+			return
+		}
+		err = s.core.Send(cmd.RequestID, cmd.RunID, cmd.InteractionID, prompt, cmd.Content)
+	case ActionInterrupt:
+		err = s.core.Interrupt(cmd.RequestID, cmd.RunID)
+	case ActionSetMode:
+		if cmd.PermissionMode == "" {
+			s.emitError(cmd.RequestID, CodeMissingField, "missing field: permission_mode")
+			return
+		}
+		err = s.core.SetMode(cmd.RequestID, cmd.RunID, cmd.PermissionMode)
+	case ActionSetModel:
+		if cmd.Model == nil {
+			s.emitError(cmd.RequestID, CodeMissingField, "missing field: model (\"\" for the default model)")
+			return
+		}
+		err = s.core.SetModel(cmd.RequestID, cmd.RunID, *cmd.Model)
+	case ActionEnd:
+		err = s.core.End(cmd.RequestID, cmd.RunID)
+	}
+	if err != nil {
+		s.emitError(cmd.RequestID, refuseCode(err), err.Error())
+	}
+}
+
+// refuseCode is the protocol's error code for a refused command.
 func refuseCode(err error) string {
+	switch {
+	case errors.Is(err, relay.ErrUnknownRun):
+		return CodeUnknownRun
+	case errors.Is(err, relay.ErrNotLive), errors.Is(err, relay.ErrEnded):
+		return CodeNotLive
+	}
 	var re *relay.RefusedError
 	if !errors.As(err, &re) {
 		return CodeInternal

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/content"
 )
 
 // The schema is the extension authors' copy of protocol.go. These tests keep
@@ -322,6 +324,7 @@ var defOf = map[reflect.Type]string{
 	reflect.TypeFor[Usage]():         "usage",
 	reflect.TypeFor[RunInfo]():       "runInfo",
 	reflect.TypeFor[ForwarderInfo](): "forwarderInfo",
+	reflect.TypeFor[content.Block](): "contentBlock",
 }
 
 // compatible reports why a schema property cannot hold a Go type's JSON, or "".
@@ -510,12 +513,15 @@ func (d *schemaDoc) enumOf(union map[string]any, prop string) []string {
 
 func TestSchemaNamesEveryActionEventAndCode(t *testing.T) {
 	d := loadSchema(t)
-	actions := []string{ActionPrompt, ActionCancel, ActionApprove, ActionStatus, ActionTerminal, ActionShutdown}
+	actions := []string{ActionPrompt, ActionCancel, ActionApprove, ActionStatus, ActionTerminal, ActionShutdown,
+		ActionSend, ActionInterrupt, ActionSetMode, ActionSetModel, ActionEnd}
 	events := []string{EventReady, EventRunStarted, EventStream, EventApprovalRequested, EventApprovalCancelled,
 		EventRunCompleted, EventRunFailed, EventRunCancelled, EventLimitNotice, EventState, EventStatus,
-		EventTerminalCommand, EventError, EventSignal, EventAutoShutdown, EventShutdown}
+		EventTerminalCommand, EventError, EventSignal, EventAutoShutdown, EventShutdown,
+		EventTurnCompleted, EventSessionInfo, EventModeChanged, EventPartial}
 	codes := []string{CodeBadJSON, CodeUnknownAction, CodeMissingField, CodeBadValue, CodeLineTooLong, CodeUnknownRun,
-		CodeUnknownApprove, CodeShuttingDown, CodeRunConflict, CodeSpool, CodeAuth, CodeDeadLetter, CodeSpoolFull, CodeInternal}
+		CodeUnknownApprove, CodeShuttingDown, CodeRunConflict, CodeSpool, CodeAuth, CodeDeadLetter, CodeSpoolFull, CodeInternal,
+		CodeMalformedOutput, CodeCLINotFound, CodeNotLive, CodeCLIRefused}
 	sort.Strings(actions)
 	sort.Strings(events)
 	if got := d.enumOf(d.def(t, "command"), "action"); !slices.Equal(got, actions) {
@@ -557,7 +563,7 @@ func TestSchemaValidatesSamples(t *testing.T) {
 		`{"action":"terminal","request_id":"r5","session_id":"s1","interaction_id":"i2","prompt":"...","options":{"cwd":"/w","resume":"c"}}`,
 		`{"action":"shutdown","request_id":"r6"}`,
 		// Events as the helper writes them.
-		`{"event":"ready",` + ts + `,"version":"dev","protocol":1,"pid":42,"cli_path":"/bin/claude","cli_version":"2.1.330","backend":"http://127.0.0.1:1","dashboard":"http://127.0.0.1:1"}`,
+		`{"event":"ready",` + ts + `,"version":"dev","protocol":2,"pid":42,"cli_path":"/bin/claude","cli_version":"2.1.330","backend":"http://127.0.0.1:1","dashboard":"http://127.0.0.1:1"}`,
 		`{"event":"run_started",` + ts + `,"request_id":"r1","run_id":"u","session_id":"s","interaction_id":"i","cwd":"/w"}`,
 		`{"event":"stream",` + ts + `,"run_id":"u","session_id":"s","payload":{"type":"system","subtype":"init"}}`,
 		`{"event":"approval_requested",` + ts + `,"run_id":"u","session_id":"s","approval_id":"a","tool_name":"Write","input":{"file_path":"/x"},"tool_use_id":"t"}`,
@@ -585,9 +591,9 @@ func TestSchemaValidatesSamples(t *testing.T) {
 		t.Errorf("unknown fields must be allowed: %v", errs)
 	}
 	invalid := []string{
-		`{"action":"prompt","request_id":"r1"}`,                     // no prompt
-		`{"action":"dance"}`,                                        // unknown action
-		`{"request_id":"r1"}`,                                       // no action
+		`{"action":"prompt","request_id":"r1","prompt":5}`, // prompt not a string
+		`{"action":"dance"}`,  // unknown action
+		`{"request_id":"r1"}`, // no action
 		`{"action":"approve","approval_id":"a","decision":"maybe"}`, // bad decision
 		`{"action":"prompt","prompt":"x","options":{"max_turns":"4"}}`,
 		`{"action":"prompt","prompt":"x","options":{"permission_mode":"yolo"}}`,
@@ -595,7 +601,7 @@ func TestSchemaValidatesSamples(t *testing.T) {
 		`{"event":"state","state":"idle"}`, // no timestamp
 		`{"event":"state","timestamp":"yesterday","state":"idle"}`,
 		`{"event":"nope",` + ts + `}`,
-		`{"event":"ready",` + ts + `,"protocol":2,"pid":1}`,
+		`{"event":"ready",` + ts + `,"protocol":3,"pid":1}`,
 		`{"event":"stream",` + ts + `,"run_id":"u","session_id":"s","payload":"text"}`,
 		`{"event":"run_completed",` + ts + `,"run_id":"u","session_id":"s","result":{"stdout":"","exitCode":0}}`,
 		`[1,2]`,

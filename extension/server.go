@@ -189,10 +189,12 @@ func (s *Server) handleLine(line []byte) {
 		s.terminal(cmd)
 	case ActionShutdown:
 		s.requestShutdown("shutdown requested")
+	case ActionSend, ActionInterrupt, ActionSetMode, ActionSetModel, ActionEnd:
+		s.live(cmd)
 	case "":
 		s.emitError(cmd.RequestID, CodeMissingField, "missing field: action")
 	default:
-		s.emitError(cmd.RequestID, CodeUnknownAction, fmt.Sprintf("unknown action %q (known: prompt, cancel, approve, status, terminal, shutdown)", cmd.Action))
+		s.emitError(cmd.RequestID, CodeUnknownAction, fmt.Sprintf("unknown action %q (known: prompt, send, interrupt, set_mode, set_model, end, cancel, approve, status, terminal, shutdown)", cmd.Action))
 	}
 }
 

@@ -30,7 +30,7 @@ func TestReadyFirstAndShutdownLastOnEOF(t *testing.T) {
 	if evs := h.events(); evs[0].Event != EventReady {
 		t.Fatalf("first event %q", evs[0].Event)
 	}
-	if ready.Protocol != 1 || ready.PID != os.Getpid() || ready.Version != "test" || ready.CLIPath != "/fake/claude" ||
+	if ready.Protocol != ProtocolVersion || ready.PID != os.Getpid() || ready.Version != "test" || ready.CLIPath != "/fake/claude" ||
 		ready.CLIVersion != "2.1.330" || ready.Backend != "http://127.0.0.1:1" || ready.Dashboard != "http://127.0.0.1:1/" {
 		t.Errorf("ready %+v", ready)
 	}

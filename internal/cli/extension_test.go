@@ -470,7 +470,7 @@ func TestExtensionConcurrentRuns(t *testing.T) {
 	cwd := trustedDir(t, cli)
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
 	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
-	if ready.Protocol != 1 || ready.CLIPath != cli.Path || ready.CLIVersion != realcli.Version || ready.Backend == "" {
+	if ready.Protocol != extension.ProtocolVersion || ready.CLIPath != cli.Path || ready.CLIVersion != realcli.Version || ready.Backend == "" {
 		t.Fatalf("ready %+v", ready)
 	}
 	p.prompt("run-a", "sess-a", "first", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/version"
 )
@@ -81,6 +83,16 @@ type runOptions struct {
 	maxTurns           int
 	appendSystemPrompt string
 	json               bool
+	interactive        bool
+
+	// Typed CLI options (CONTRACT §7), as the extension protocol has them.
+	allowedTools, disallowedTools, addDirs, settingSources []string
+	mcpConfig, agents, systemPrompt, fallbackModel         string
+	maxBudgetUSD                                           float64
+	maxThinkingTokens                                      int
+	partial, stopGitCheck                                  bool
+	images, files                                          []string
+	settingSourcesSet                                      bool
 }
 
 func newRunCmd(a *App) *cobra.Command {
@@ -99,7 +111,8 @@ func newRunCmd(a *App) *cobra.Command {
 			"  claude-relay run --approvals --cwd ~/src/app explain the build\n" +
 			"  git diff | claude-relay run -\n" +
 			"  claude-relay run --resume 451bfcae-5922-4412-aa7f-5edc654b55a1 'now add a test'\n" +
-			"  claude-relay run --json 'list the files' | jq .event",
+			"  claude-relay run --json 'list the files' | jq .event\n" +
+			"  claude-relay run -i 'look at the failing test'   # then > follow-ups; empty line ends",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("%w: no prompt (give it as arguments, or - to read it from stdin)", errUsage)
@@ -108,6 +121,7 @@ func newRunCmd(a *App) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.prompt = strings.Join(args, " ")
+			o.settingSourcesSet = cmd.Flags().Changed("setting-sources")
 			return runRun(cmd.Context(), a, o)
 		},
 	}
@@ -118,6 +132,21 @@ func newRunCmd(a *App) *cobra.Command {
 	f.IntVar(&o.maxTurns, "max-turns", 0, "stop after this many turns")
 	f.StringVar(&o.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
 	f.BoolVar(&o.json, "json", false, "print the protocol events (NDJSON) instead of a view")
+	f.BoolVarP(&o.interactive, "interactive", "i", false, "after each answer, a > prompt sends the next message (empty line or Ctrl-D ends)")
+	f.StringSliceVar(&o.allowedTools, "allowed-tools", nil, "tools (or rules such as 'Bash(git *)') allowed without asking")
+	f.StringSliceVar(&o.disallowedTools, "disallowed-tools", nil, "tools the model may not use")
+	f.StringVar(&o.mcpConfig, "mcp-config", "", "MCP servers: a JSON file or string with an mcpServers object")
+	f.StringArrayVar(&o.addDirs, "add-dir", nil, "another directory the tools may use (repeatable)")
+	f.StringVar(&o.fallbackModel, "fallback-model", "", "model to fall back to when the main one is overloaded")
+	f.Float64Var(&o.maxBudgetUSD, "max-budget-usd", 0, "stop when the run has cost this many dollars")
+	f.IntVar(&o.maxThinkingTokens, "max-thinking-tokens", 0, "thinking budget (models with a fixed budget only)")
+	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the default system prompt")
+	f.StringVar(&o.agents, "agents", "", "subagent definitions: a JSON object, or a file holding one")
+	f.StringSliceVar(&o.settingSources, "setting-sources", nil, "settings files to load: user, project, local (empty: none)")
+	f.BoolVar(&o.partial, "partial", false, "show the answer token by token as it comes")
+	f.BoolVar(&o.stopGitCheck, "stop-git-check", false, "keep going while the git tree has uncommitted changes")
+	f.StringArrayVar(&o.images, "image", nil, "an image to send with the prompt (PNG, JPEG, GIF, WebP; repeatable)")
+	f.StringArrayVar(&o.files, "file", nil, "a text file to send with the prompt, inlined with its path (repeatable)")
 	return cmd
 }
 
@@ -136,10 +165,70 @@ func (o *runOptions) check(a *App) error {
 	if o.permissionMode != "" && !slices.Contains(relay.PermissionModes, o.permissionMode) {
 		return fmt.Errorf("%w: --permission-mode %q (allowed: %s)", errUsage, o.permissionMode, strings.Join(relay.PermissionModes, ", "))
 	}
+	if o.interactive && (o.json || !isTerminal(a.Stdin)) {
+		return fmt.Errorf("%w: -i asks for follow-ups on a terminal: run it in one, without --json "+
+			"(editors send follow-ups with the extension protocol's send)", errUsage)
+	}
 	if o.maxTurns < 0 {
 		return fmt.Errorf("%w: --max-turns %d (give a positive number of turns, or 0 for no limit)", errUsage, o.maxTurns)
 	}
 	return o.validate(a.loaded.Config.Workspace)
+}
+
+// request is the run the options ask for.
+func (o *runOptions) request() (relay.Request, error) {
+	req := relay.Request{SessionID: o.session, InteractionID: o.interaction, Prompt: o.prompt, Cwd: o.cwd,
+		Model: o.model, PermissionMode: o.permissionMode, Approvals: o.approvals, Resume: o.resume, Fork: o.fork,
+		Continue: o.cont, MaxTurns: o.maxTurns, SystemPromptAppend: o.appendSystemPrompt, KeepAlive: o.interactive,
+		PartialMessages: o.partial, StopGitCheck: o.stopGitCheck,
+		CLI: relay.CLIOptions{AllowedTools: o.allowedTools, DisallowedTools: o.disallowedTools, AddDirs: o.addDirs,
+			FallbackModel: o.fallbackModel, MaxBudgetUSD: o.maxBudgetUSD, MaxThinkingTokens: o.maxThinkingTokens,
+			SystemPrompt: o.systemPrompt}}
+	if o.settingSourcesSet {
+		s := slices.DeleteFunc(slices.Clone(o.settingSources), func(x string) bool { return x == "" })
+		req.CLI.SettingSources = &s
+	}
+	var err error
+	if o.mcpConfig != "" {
+		var cfg struct {
+			MCPServers json.RawMessage `json:"mcpServers"`
+		}
+		b, err := jsonArg("--mcp-config", o.mcpConfig)
+		if err != nil {
+			return req, err
+		}
+		if json.Unmarshal(b, &cfg) != nil || len(cfg.MCPServers) == 0 {
+			return req, fmt.Errorf(`%w: --mcp-config: want an object with "mcpServers", as Claude Code's .mcp.json has`, errUsage)
+		}
+		req.CLI.MCPServers = cfg.MCPServers
+	}
+	if o.agents != "" {
+		if req.CLI.Agents, err = jsonArg("--agents", o.agents); err != nil {
+			return req, err
+		}
+	}
+	for _, p := range o.images {
+		req.Content = append(req.Content, content.Block{Type: "image", Path: p})
+	}
+	for _, p := range o.files {
+		req.Content = append(req.Content, content.Block{Type: "file", Path: p})
+	}
+	return req, nil
+}
+
+// jsonArg reads a flag that takes JSON inline or a file holding it.
+func jsonArg(flag, v string) (json.RawMessage, error) {
+	b := []byte(v)
+	if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") {
+		var err error
+		if b, err = os.ReadFile(v); err != nil {
+			return nil, fmt.Errorf("%w: %s %q: not JSON, and not a readable file (%w)", errUsage, flag, v, errors.Unwrap(err))
+		}
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("%w: %s: not valid JSON", errUsage, flag)
+	}
+	return b, nil
 }
 
 // errNoTTY: --approvals has nobody to ask.
@@ -189,9 +278,12 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	}
 	defer func() { stopProbe(); probe.Wait() }()
 
-	run, err := core.Start(relay.Request{SessionID: o.session, InteractionID: o.interaction, Prompt: o.prompt, Cwd: o.cwd,
-		Model: o.model, PermissionMode: o.permissionMode, Approvals: o.approvals, Resume: o.resume, Fork: o.fork,
-		Continue: o.cont, MaxTurns: o.maxTurns, SystemPromptAppend: o.appendSystemPrompt}, v)
+	req, err := o.request()
+	if err != nil {
+		h.fwd.Stop(context.Background()) //nolint:errcheck // nothing was spooled
+		return err
+	}
+	run, err := core.Start(req, v)
 	if err != nil {
 		h.fwd.Stop(context.Background()) //nolint:errcheck // nothing was spooled
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -202,18 +294,39 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		defer a.Signals(signals)()
 	}
 	// The first signal cancels the run, which then drains and exits with
-	// 128+signal; a second one exits at once.
+	// 128+signal; a second one exits at once. With -i, each turn's end asks
+	// for the next message.
 	var first os.Signal
 	code := exitFailure
-	select {
-	case code = <-v.done:
-	case first = <-signals:
-		core.Cancel(run.ID()) //nolint:errcheck // it may have just ended
+	var lines *lineReader
+	if o.interactive {
+		lines = newLineReader(a.Stdin, a.Stdout)
+		defer lines.Close()
+	}
+wait:
+	for {
 		select {
 		case code = <-v.done:
-		case <-signals:
-			h.exec.KillLive() // no time for a graceful stop, but no leftovers either
-			return &ExitError{Code: signalStatus(first)}
+			break wait
+		case <-v.turns:
+			lines.ask("> ")
+		case line := <-lines.C():
+			if strings.TrimSpace(line.text) == "" || line.err != nil {
+				core.End("", run.ID()) //nolint:errcheck // it may have just ended
+				continue
+			}
+			if err := core.Send("", run.ID(), "", line.text, nil); err != nil {
+				v.line("! " + err.Error())
+				continue
+			}
+			v.setStatus("thinking")
+		case sig := <-signals:
+			if first != nil {
+				h.exec.KillLive() // no time for a graceful stop, but no leftovers either
+				return &ExitError{Code: signalStatus(first)}
+			}
+			first = sig
+			core.Cancel(run.ID()) //nolint:errcheck // it may have just ended
 		}
 	}
 	core.Close()

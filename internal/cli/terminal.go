@@ -76,9 +76,12 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if err := o.validate(c.Workspace); err != nil {
 		return err
 	}
-	found, err := discovery.Find(ctx, a.discoveryOptions(c.Claude.Path))
-	if err != nil {
-		return fmt.Errorf("cannot run the Claude CLI: %w; `claude-relay doctor` says where it looked and how to fix it", err)
+	var found discovery.Result // claude.command, when set, is the CLI: nothing to discover
+	if c.Claude.Command == "" {
+		var err error
+		if found, err = discovery.Find(ctx, a.discoveryOptions(c.Claude.Path)); err != nil {
+			return fmt.Errorf("cannot run the Claude CLI: %w; `claude-relay doctor` says where it looked and how to fix it", err)
+		}
 	}
 	backend, err := a.backend(context.WithoutCancel(ctx))
 	if err != nil {
@@ -115,7 +118,7 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		env = a.Environ()
 	}
 	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
-		CLIPath: found.Path, Exe: exe, Prompt: o.prompt, Cwd: o.cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
+		CLIPath: found.Path, BaseCommand: c.Claude.Command, Exe: exe, Prompt: o.prompt, Cwd: o.cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
 		Resume: o.resume, Fork: o.fork, Continue: o.cont, BaseEnv: env, Env: c.Claude.Env,
 		SessionID: o.session, InteractionID: o.interaction, RunID: uuid.NewString(), Events: fwd, Logger: a.log,
 	})

@@ -28,19 +28,21 @@ type view struct {
 	ask       *ttyAsker // with --approvals: the terminal to ask on
 	spoolDir  string
 	json      *extension.Writer
-	done      chan int // the run's exit status, once it ended
+	done      chan int      // the run's exit status, once it ended
+	turns     chan struct{} // a live run's turn ended: it waits for the next message
 
 	mu       sync.Mutex
 	start    time.Time
 	status   string
 	outTok   int64
 	spinning bool
+	streamed bool // --partial printed this turn's answer as it came
 	stop     chan struct{}
 	spinWG   sync.WaitGroup
 }
 
 func newView(a *App, o runOptions, dashboard string, core *relay.Core) *view {
-	v := &view{a: a, o: o, dashboard: dashboard, core: core, done: make(chan int, 1),
+	v := &view{a: a, o: o, dashboard: dashboard, core: core, done: make(chan int, 1), turns: make(chan struct{}, 1),
 		tty: !o.json && isTerminal(a.Stdout), start: time.Now(), status: "starting", stop: make(chan struct{})}
 	if o.json {
 		v.json = extension.NewWriter(a.Stdout)
@@ -90,8 +92,19 @@ func (v *view) handle(ev extension.Event) {
 		}
 		v.done <- code
 		return
+	case extension.EventTurnCompleted:
+		if v.json == nil {
+			v.turnEnd(ev)
+		}
+		v.turns <- struct{}{}
+		return
 	case extension.EventApprovalRequested:
 		v.approve(ev)
+	case extension.EventPartial:
+		if v.json == nil {
+			v.partialText(ev.Payload)
+		}
+		return
 	}
 	if v.json == nil {
 		v.render(ev)
@@ -102,6 +115,53 @@ func (v *view) emitJSON(ev extension.Event) {
 	if err := v.json.Emit(ev); err != nil {
 		v.a.log.Debug("stdout closed", "err", err)
 	}
+}
+
+// partialText prints a text delta as it comes (--partial).
+func (v *view) partialText(payload json.RawMessage) {
+	var se struct {
+		Event struct {
+			Type  string `json:"type"`
+			Delta struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"delta"`
+		} `json:"event"`
+	}
+	if json.Unmarshal(payload, &se) != nil || se.Event.Type != "content_block_delta" || se.Event.Delta.Type != "text_delta" {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.streamed {
+		v.clear()
+		fmt.Fprint(v.a.Stdout, "\n")
+	}
+	v.streamed, v.spinning = true, false
+	fmt.Fprint(v.a.Stdout, se.Event.Delta.Text)
+}
+
+// answer prints a turn's answer, unless --partial already did.
+func (v *view) answer(text string) {
+	if v.streamed {
+		fmt.Fprint(v.a.Stdout, "\n\n")
+		v.streamed = false
+		return
+	}
+	if text != "" {
+		fmt.Fprintf(v.a.Stdout, "\n%s\n\n", text)
+	}
+}
+
+// turnEnd shows a live run's turn: its answer and figures; the > prompt
+// follows.
+func (v *view) turnEnd(ev extension.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.spinning = false
+	v.clear()
+	v.answer(ev.Result.Stdout)
+	fmt.Fprintln(v.a.Stdout, figures(ev))
 }
 
 // forwarderError shows a delivery problem (a refused token, a dead
@@ -255,8 +315,8 @@ func (v *view) final(ev extension.Event) {
 	v.spinning = false
 	v.clear()
 	out := v.a.Stdout
-	if ev.Result.Stdout != "" {
-		fmt.Fprintf(out, "\n%s\n\n", ev.Result.Stdout)
+	if !v.o.interactive { // -i showed each turn's answer already
+		v.answer(ev.Result.Stdout)
 	}
 	switch ev.Event {
 	case extension.EventRunFailed:
@@ -264,15 +324,7 @@ func (v *view) final(ev extension.Event) {
 	case extension.EventRunCancelled:
 		fmt.Fprintln(out, "run cancelled")
 	}
-	var figures []string
-	figures = append(figures, (time.Duration(ev.Result.DurationMS) * time.Millisecond).Round(100*time.Millisecond).String())
-	if ev.Usage != nil {
-		figures = append(figures, fmt.Sprintf("%d %s in, %d out", ev.Usage.InputTokens, inflect(ev.Usage.InputTokens, "token", "tokens"), ev.Usage.OutputTokens))
-	}
-	if ev.TotalCostUSD != nil {
-		figures = append(figures, fmt.Sprintf("$%.4f", *ev.TotalCostUSD))
-	}
-	fmt.Fprintln(out, strings.Join(figures, " · "))
+	fmt.Fprintln(out, figures(ev))
 	if ev.ConversationID != "" {
 		fmt.Fprintf(out, "conversation %s\nresume: claude-relay run --session %s --resume %s 'next prompt'\n",
 			ev.ConversationID, ev.SessionID, ev.ConversationID)
@@ -334,6 +386,18 @@ func approvalQuestion(ev extension.Event) string {
 	}
 	fmt.Fprintf(&b, "Allow %s? [y/N] ", ev.ToolName)
 	return b.String()
+}
+
+// figures is a run's or turn's duration, tokens and cost on one line.
+func figures(ev extension.Event) string {
+	f := []string{(time.Duration(ev.Result.DurationMS) * time.Millisecond).Round(100 * time.Millisecond).String()}
+	if ev.Usage != nil {
+		f = append(f, fmt.Sprintf("%d %s in, %d out", ev.Usage.InputTokens, inflect(ev.Usage.InputTokens, "token", "tokens"), ev.Usage.OutputTokens))
+	}
+	if ev.TotalCostUSD != nil {
+		f = append(f, fmt.Sprintf("$%.4f", *ev.TotalCostUSD))
+	}
+	return strings.Join(f, " · ")
 }
 
 // leftover says in one sentence what the drain deadline left in the spool.

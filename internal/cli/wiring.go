@@ -27,7 +27,10 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	var info cliInfo
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if res, err := discovery.Find(dctx, a.discoveryOptions(c.Claude.Path)); err != nil {
+	if c.Claude.Command != "" {
+		// claude.command is the CLI (a pinned npx, say): nothing to discover.
+		info.path = c.Claude.Command
+	} else if res, err := discovery.Find(dctx, a.discoveryOptions(c.Claude.Path)); err != nil {
 		info.err = err.Error()
 	} else {
 		info.path, info.version = res.Path, res.Version
@@ -37,8 +40,8 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 		env = a.Environ()
 	}
 	e := executor.New(executor.Options{
-		CLIPath: info.path, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env, Env: c.Claude.Env,
-		StartupTimeout: c.Claude.StartupTimeout, ApprovalTimeout: c.Approvals.Timeout,
+		CLIPath: info.path, BaseCommand: c.Claude.Command, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env,
+		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, ApprovalTimeout: c.Approvals.Timeout,
 		Registry: &proc.Registry{Dir: filepath.Join(c.DataDir, "runs")}, Logger: a.log,
 	})
 	if rep, err := e.CleanupOrphans(dctx); err != nil || rep.Killed > 0 {

@@ -2,7 +2,9 @@
 // background runs (executor) and visible-terminal runs (terminal): which
 // program runs (the discovered CLI, or a base-command override split like a
 // shell would), the flags a session asks for (model, resume, fork, continue,
-// max turns, appended system prompt, extra arguments), and the environment
+// max turns, appended system prompt, the typed prompt options such as
+// allowed tools, add dirs, MCP servers or setting sources, extra
+// arguments), and the environment
 // (the helper's own, then claude.env, then the run's; filtered so that no
 // entry can corrupt the process's environment block, and marked with the
 // run's proc.MarkerEnv).

@@ -62,6 +62,36 @@ func TestSessionArgs(t *testing.T) {
 	}
 }
 
+// TestSessionTypedArgs: typed options become --flag=value, one per list
+// value (the CLI's list flags are variadic: only the = form keeps them from
+// swallowing the next argument), after the session flags and before Extra.
+func TestSessionTypedArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    Session
+		want []string
+	}{
+		{"every typed flag, in order", Session{Model: "opus", AllowedTools: []string{"Bash(git *)", "Read"},
+			DisallowedTools: []string{"Write"}, MCPConfig: `{"mcpServers":{}}`, AddDirs: []string{"/a", "/b"},
+			FallbackModel: "sonnet", SystemPrompt: "sp", Agents: `{"r":{}}`, SettingSources: []string{"user", "local"},
+			Extra: []string{"--verbose"}},
+			[]string{"--model=opus", "--allowedTools=Bash(git *)", "--allowedTools=Read", "--disallowedTools=Write",
+				`--mcp-config={"mcpServers":{}}`, "--add-dir=/a", "--add-dir=/b", "--fallback-model=sonnet",
+				"--system-prompt=sp", `--agents={"r":{}}`, "--setting-sources=user,local", "--verbose"}},
+		{"no setting sources at all", Session{HasSettingSources: true}, []string{"--setting-sources="}},
+		{"empty and unset: the CLI's default", Session{SettingSources: []string{}}, nil},
+		{"a list counts without the flag", Session{SettingSources: []string{"project"}}, []string{"--setting-sources=project"}},
+		{"values cannot become flags", Session{SystemPrompt: "-p", AddDirs: []string{"--help"}},
+			[]string{"--add-dir=--help", "--system-prompt=-p"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.s.Args(); !slices.Equal(got, tc.want) {
+				t.Errorf("Args() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestEnvLayers(t *testing.T) {
 	env, dropped := Env{
 		Base: []string{"A=base", "B=base", "C=base", "CLAUDECODE=1", "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=http://x",

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -82,6 +84,32 @@ type Request struct {
 	SystemPromptAppend string
 	Env                map[string]string
 	AdditionalArgs     []string
+
+	// Content is prompt content beside or instead of Prompt: text, images
+	// (inline or by path) and files, built into the first user message.
+	Content []content.Block
+	// KeepAlive keeps the run open after a result for Send, Interrupt,
+	// SetMode, SetModel and End; IdleTimeout (30m) ends it when no turn runs.
+	KeepAlive       bool
+	IdleTimeout     time.Duration
+	PartialMessages bool // token deltas as KindPartial, live only
+	StopGitCheck    bool // a Stop hook that blocks while the git tree has uncommitted changes
+	CLI             CLIOptions
+}
+
+// CLIOptions are the typed CLI options of CONTRACT §7; executor.Request
+// says what each maps to.
+type CLIOptions struct {
+	AllowedTools      []string
+	DisallowedTools   []string
+	MCPServers        json.RawMessage
+	AddDirs           []string
+	FallbackModel     string
+	MaxBudgetUSD      float64
+	MaxThinkingTokens int
+	SystemPrompt      string
+	Agents            json.RawMessage
+	SettingSources    *[]string // nil: the CLI's default; an empty list: none
 }
 
 // RefuseCode says why a request was refused.
@@ -117,6 +145,10 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	if err := c.check(&req); err != nil {
 		return nil, err
 	}
+	er, err := c.executorRequest(req)
+	if err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -127,8 +159,12 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		return nil, refuse(RefuseRunExists, "run %q is already live", req.RunID)
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, started: time.Now(),
-		cancel: cancel, sink: sink, pending: map[string]chan executor.Decision{}}
+	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, cwd: req.Cwd, started: time.Now(),
+		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]chan executor.Decision{}}
+	if req.KeepAlive {
+		r.live = &live{running: true}
+	}
+	er.Inputs = r.in
 	c.runs[r.id] = r
 	c.wg.Add(1)
 	// Under mu, so Live counts reach every sink in order.
@@ -136,20 +172,56 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		Cwd: req.Cwd, Live: len(c.runs)})
 	c.mu.Unlock()
 
-	er := executor.Request{RunID: r.id, Prompt: req.Prompt, Cwd: req.Cwd, Model: req.Model,
-		PermissionMode: streamjson.PermissionMode(req.PermissionMode), Approvals: req.Approvals, Resume: req.Resume,
-		Fork: req.Fork, Continue: req.Continue, MaxTurns: req.MaxTurns, AppendSystemPrompt: req.SystemPromptAppend,
-		Env: req.Env, AdditionalArgs: req.AdditionalArgs}
-	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Prompt: req.Prompt, Cwd: req.Cwd, Model: req.Model,
+	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Prompt: er.Prompt, Cwd: req.Cwd, Model: req.Model,
 		PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue, Approvals: req.Approvals})
 	go func() {
 		defer c.wg.Done()
-		defer cancel()
 		res, err := c.opts.Executor.Run(ctx, er, r, r)
+		cancel()
+		r.waiters.Wait() // every outcome of an input is told before the end
 		r.finish(er.Cwd, res, err)
 	}()
 	return r, nil
 }
+
+// executorRequest builds what the executor runs, refusing what it would
+// refuse before anything starts.
+func (c *Core) executorRequest(req Request) (executor.Request, error) {
+	er := executor.Request{RunID: req.RunID, Prompt: req.Prompt, Cwd: req.Cwd, Model: req.Model,
+		PermissionMode: permissionMode(req.PermissionMode), Approvals: req.Approvals, Resume: req.Resume,
+		Fork: req.Fork, Continue: req.Continue, MaxTurns: req.MaxTurns, AppendSystemPrompt: req.SystemPromptAppend,
+		Env: req.Env, AdditionalArgs: req.AdditionalArgs, KeepAlive: req.KeepAlive, IdleTimeout: req.IdleTimeout,
+		PartialMessages: req.PartialMessages, StopGitCheck: req.StopGitCheck}
+	o := req.CLI
+	er.AllowedTools, er.DisallowedTools, er.MCPServers, er.AddDirs = o.AllowedTools, o.DisallowedTools, o.MCPServers, o.AddDirs
+	er.FallbackModel, er.MaxBudgetUSD, er.MaxThinkingTokens = o.FallbackModel, o.MaxBudgetUSD, o.MaxThinkingTokens
+	er.SystemPrompt, er.Agents = o.SystemPrompt, o.Agents
+	if o.SettingSources != nil {
+		er.SettingSources, er.HasSettingSources = *o.SettingSources, true
+	}
+	if er.KeepAlive && er.IdleTimeout <= 0 {
+		er.IdleTimeout = idleTimeout
+	}
+	if len(req.Content) > 0 {
+		msg, err := content.Build(req.Prompt, req.Content, req.Cwd, content.Limits{})
+		if err != nil {
+			return er, refuse(RefuseBadValue, "%v", err)
+		}
+		er.Content = msg
+		// The executor completes a blank prompt at once (seed 002), and the
+		// backend's run_started shows the prompt: the summary names both.
+		er.Prompt = content.Summary(req.Prompt, req.Content, req.Cwd)
+	}
+	if strings.TrimSpace(er.Prompt) == "" {
+		return er, nil // seed 002: completes at once, nothing to check
+	}
+	if err := executor.Validate(er); err != nil {
+		return er, refuse(RefuseBadValue, "%s", strings.TrimPrefix(err.Error(), executor.ErrBadRequest.Error()+": "))
+	}
+	return er, nil
+}
+
+func permissionMode(m string) streamjson.PermissionMode { return streamjson.PermissionMode(m) }
 
 // check fills req's defaults and says why it cannot start, in words a user
 // can act on.
@@ -185,7 +257,7 @@ func (c *Core) check(req *Request) error {
 		}
 	}
 	// A blank prompt completes without the CLI (seed 002), so it needs none.
-	if c.opts.CLIError != "" && strings.TrimSpace(req.Prompt) != "" {
+	if c.opts.CLIError != "" && (strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0) {
 		return refuse(RefuseNoCLI, "cannot run the Claude CLI: %s (`claude-relay doctor` says where it looked and how to fix it)", c.opts.CLIError)
 	}
 	return nil

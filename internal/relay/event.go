@@ -21,6 +21,11 @@ const (
 	KindMalformed                         // the CLI wrote a line that is not JSON: Text
 	KindSpoolError                        // an event of this run could not be spooled: Err
 	KindEnded                             // the run is over: End
+	KindTurnCompleted                     // a live run's turn ended: Turn, End (that turn only); the run waits
+	KindSessionInfo                       // the CLI's initialize response, once: Info
+	KindModeChanged                       // the permission mode changed: Mode
+	KindPartial                           // a token delta (partial messages): Line. Live only: never spooled
+	KindError                             // a request on a live run failed: RequestID, Err
 )
 
 // Event is one thing a run did, in the order it happened.
@@ -38,7 +43,10 @@ type Event struct {
 	Text     string             // KindLimitNotice, KindMalformed
 	Reason   string             // KindApprovalCancelled
 	Err      error              // KindSpoolError
-	End      *End               // KindEnded
+	End      *End               // KindEnded, KindTurnCompleted
+	Turn     int                // KindTurnCompleted: 1-based
+	Info     json.RawMessage    // KindSessionInfo
+	Mode     string             // KindModeChanged
 
 	// Live is the number of live runs once this event is delivered, for
 	// KindStarted and KindEnded: front ends that show an idle/busy state

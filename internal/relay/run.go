@@ -19,13 +19,27 @@ type Run struct {
 	c       *Core
 	id      string
 	session string
-	inter   string
+	cwd     string
 	started time.Time
+	ctx     context.Context // ends when the run does
 	cancel  context.CancelFunc
 	sink    Sink
+	in      chan executor.Input // the executor's Inputs
+	live    *live               // keep_alive runs only
+	waiters sync.WaitGroup      // waits for inputs' outcomes
 
 	mu      sync.Mutex
+	inter   string                            // the running turn's interaction
 	pending map[string]chan executor.Decision // approvals by ID
+}
+
+func (r *Run) inputs() chan<- executor.Input { return r.in }
+
+// interaction is the interaction events are spooled under now.
+func (r *Run) interaction() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inter
 }
 
 // ID is the run's ID.
@@ -52,7 +66,7 @@ func (r *Run) answer(approvalID string, d executor.Decision) bool {
 }
 
 func (r *Run) event(e Event) {
-	e.RunID, e.SessionID, e.InteractionID = r.id, r.session, r.inter
+	e.RunID, e.SessionID, e.InteractionID = r.id, r.session, r.interaction()
 	r.sink.Event(e)
 }
 
@@ -65,11 +79,26 @@ func (r *Run) Event(e executor.Event) {
 		if typ == "" {
 			typ = "unknown"
 		}
+		if typ == "stream_event" {
+			// Token deltas are live only: the complete message that follows
+			// is what the backend keeps (CONTRACT §7).
+			r.event(Event{Kind: KindPartial, Line: e.Line, Message: e.Message})
+			return
+		}
 		// Decoded: streamjson already parsed the line as a JSON object.
-		if r.enqueue(forwarder.Event{SessionID: r.session, InteractionID: r.inter, Type: typ, Data: e.Line,
+		if r.enqueue(forwarder.Event{SessionID: r.session, InteractionID: r.interaction(), Type: typ, Data: e.Line,
 			Source: wire.SourceAgent, Decoded: true}) {
 			r.event(Event{Kind: KindStream, Line: e.Line, Message: e.Message})
 		}
+	case executor.EventTurnCompleted:
+		if r.live != nil {
+			r.turnCompleted(e)
+		}
+	case executor.EventSessionInfo:
+		r.event(Event{Kind: KindSessionInfo, Info: e.SessionInfo})
+	case executor.EventModeChanged:
+		r.forward(wire.TypeModeChanged, wire.ModeChanged{RunID: r.id, PermissionMode: string(e.Mode)})
+		r.event(Event{Kind: KindModeChanged, Mode: string(e.Mode)})
 	case executor.EventMalformed:
 		text := string(e.Line)
 		if len(text) > 4096 {
@@ -114,19 +143,7 @@ func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (execut
 // finish spools the run's end, remembers its conversation and tells the
 // sink.
 func (r *Run) finish(cwd string, res *executor.Result, err error) {
-	end := &End{Status: res.Status, ConversationID: res.ConversationID,
-		Result: wire.Result{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMS: res.DurationMS}}
-	if res.HasUsage {
-		u := wire.Usage(res.Usage)
-		cost := res.TotalCostUSD
-		end.Usage, end.TotalCostUSD = &u, &cost
-	}
-	if res.Status != executor.StatusCompleted && res.Status != executor.StatusCancelled {
-		end.Reason = res.Reason
-		if end.Reason == "" && err != nil {
-			end.Reason = err.Error()
-		}
-	}
+	end := endOf(res, err)
 	status := string(res.Status)
 	r.forward(wire.EndType(status), wire.RunEnded{RunID: r.id, Status: status, Result: end.Result,
 		ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD, Reason: end.Reason})
@@ -139,7 +156,7 @@ func (r *Run) finish(cwd string, res *executor.Result, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.runs, r.id)
-	r.sink.Event(Event{Kind: KindEnded, RunID: r.id, SessionID: r.session, InteractionID: r.inter, End: end, Live: len(c.runs)})
+	r.sink.Event(Event{Kind: KindEnded, RunID: r.id, SessionID: r.session, InteractionID: r.interaction(), End: end, Live: len(c.runs)})
 }
 
 // forward spools one of the relay's own events; a failure is a
@@ -150,7 +167,11 @@ func (r *Run) forward(typ string, data any) bool {
 		r.event(Event{Kind: KindSpoolError, Err: err})
 		return false
 	}
-	return r.enqueue(forwarder.Event{SessionID: r.session, InteractionID: r.inter, Type: typ, Data: b, Source: wire.SourceRelay})
+	return r.enqueueEvent(r.interaction(), typ, b)
+}
+
+func (r *Run) enqueueEvent(inter, typ string, data []byte) bool {
+	return r.enqueue(forwarder.Event{SessionID: r.session, InteractionID: inter, Type: typ, Data: data, Source: wire.SourceRelay})
 }
 
 func (r *Run) enqueue(ev forwarder.Event) bool {

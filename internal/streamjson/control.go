@@ -13,6 +13,7 @@ const (
 	// From us.
 	SubtypeInitialize        = "initialize"
 	SubtypeSetPermissionMode = "set_permission_mode"
+	SubtypeSetModel          = "set_model"
 	SubtypeInterrupt         = "interrupt"
 )
 
@@ -29,10 +30,11 @@ var ErrNoRequest = errors.New("control request has no request body")
 //
 // Decoded from the CLI, Request is a *CanUseToolRequest, *HookCallbackRequest
 // or, for any other subtype, *OtherControlRequest (our own initialize,
-// set_permission_mode and interrupt lines decode to their types too, which a
-// fake CLI in tests can use). To send one, set Request to an
-// InitializeRequest, SetPermissionModeRequest or InterruptRequest (or any
-// value that marshals to an object with a "subtype") and call Encode.
+// set_permission_mode, set_model and interrupt lines decode to their types
+// too, which a fake CLI in tests can use). To send one, set Request to an
+// InitializeRequest, SetPermissionModeRequest, SetModelRequest or
+// InterruptRequest (or any value that marshals to an object with a
+// "subtype") and call Encode.
 type ControlRequest struct {
 	RequestID string
 	Request   any
@@ -171,6 +173,22 @@ func (r SetPermissionModeRequest) MarshalJSON() ([]byte, error) {
 	return marshalWithSubtype(SubtypeSetPermissionMode, plain(r))
 }
 
+// SetModelRequest changes the model of the session's next requests. An empty
+// Model is sent without the key, which the CLI takes as "the default model"
+// (as the official SDKs' setModel() with no argument does). The CLI answers
+// {"model":…} and echoes the change as a replayed user line.
+type SetModelRequest struct {
+	Model string `json:"model,omitempty"`
+}
+
+func (SetModelRequest) subtype() string { return SubtypeSetModel }
+
+// MarshalJSON adds the subtype.
+func (r SetModelRequest) MarshalJSON() ([]byte, error) {
+	type plain SetModelRequest
+	return marshalWithSubtype(SubtypeSetModel, plain(r))
+}
+
 // InterruptRequest asks the CLI to stop the running turn gracefully.
 type InterruptRequest struct{}
 
@@ -215,6 +233,7 @@ type requestWire struct {
 	CallbackID            string                   `json:"callback_id"`
 	Hooks                 map[string][]HookMatcher `json:"hooks"`
 	Mode                  PermissionMode           `json:"mode"`
+	Model                 string                   `json:"model"`
 }
 
 func decodeControlRequest(requestID string, raw json.RawMessage) *ControlRequest {
@@ -241,6 +260,8 @@ func decodeControlRequest(requestID string, raw json.RawMessage) *ControlRequest
 		r.Request = &InitializeRequest{Hooks: w.Hooks}
 	case SubtypeSetPermissionMode:
 		r.Request = &SetPermissionModeRequest{Mode: w.Mode}
+	case SubtypeSetModel:
+		r.Request = &SetModelRequest{Model: w.Model}
 	case SubtypeInterrupt:
 		r.Request = &InterruptRequest{}
 	default:

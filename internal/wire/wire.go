@@ -16,6 +16,8 @@ const (
 	TypeStderr        = "relay.stderr"
 	TypeLimitNotice   = "relay.limit_notice"
 	TypeMalformedLine = "relay.malformed_line"
+	TypeTurnCompleted = "relay.turn_completed"
+	TypeModeChanged   = "relay.mode_changed"
 )
 
 // Source of an event envelope.
@@ -115,6 +117,24 @@ func EndType(status string) string {
 		return TypeRunCancelled
 	}
 	return TypeRunFailed
+}
+
+// TurnCompleted is relay.turn_completed's data: one turn of a live run
+// ended, and the run waits for the next message.
+type TurnCompleted struct {
+	RunID          string   `json:"run_id"`
+	Turn           int      `json:"turn"`
+	Status         string   `json:"status"`
+	Result         Result   `json:"result"`
+	ConversationID string   `json:"conversation_id,omitempty"`
+	Usage          *Usage   `json:"usage,omitempty"`
+	TotalCostUSD   *float64 `json:"total_cost_usd,omitempty"`
+}
+
+// ModeChanged is relay.mode_changed's data.
+type ModeChanged struct {
+	RunID          string `json:"run_id"`
+	PermissionMode string `json:"permission_mode"`
 }
 
 // Stderr is relay.stderr's data: one line the CLI wrote to stderr.

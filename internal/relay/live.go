@@ -1,0 +1,212 @@
+package relay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/internal/content"
+	"github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// Errors of requests on live runs.
+var (
+	ErrNotLive = errors.New("not a keep_alive run")
+	ErrEnded   = errors.New("the run is ending")
+)
+
+// inputs is how many inputs may wait for a live run's executor loop.
+const inputs = 64
+
+// live is a keep-alive run's turn bookkeeping: which interaction the
+// running turn belongs to, and which ones the queued sends will get. The
+// executor runs queued sends in order after each turn, so this queue
+// mirrors its own.
+type live struct {
+	in      chan executor.Input
+	running bool     // a turn is running
+	queue   []string // interaction IDs of queued sends
+	turns   int
+	ending  bool
+}
+
+// Send starts the next turn of a live run, or queues it behind the running
+// one. interactionID names the turn's interaction (generated when empty).
+func (c *Core) Send(requestID, runID, interactionID, prompt string, blocks []content.Block) error {
+	r, err := c.liveRun(runID)
+	if err != nil {
+		return err
+	}
+	msg, err := content.Build(prompt, blocks, r.cwd, content.Limits{})
+	if err != nil {
+		return refuse(RefuseBadValue, "%v", err)
+	}
+	if interactionID == "" {
+		interactionID = uuid.NewString()
+	}
+	r.mu.Lock()
+	if r.live.ending {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: run %q takes no more messages", ErrEnded, runID)
+	}
+	if r.live.running {
+		r.live.queue = append(r.live.queue, interactionID)
+	} else {
+		r.live.running = true
+		r.inter = interactionID
+	}
+	r.mu.Unlock()
+	return r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg})
+}
+
+// Interrupt stops the running turn of runID; a live run then waits for the
+// next Send.
+func (c *Core) Interrupt(requestID, runID string) error {
+	r, err := c.run(runID)
+	if err != nil {
+		return err
+	}
+	return r.input(requestID, executor.Input{Kind: executor.InputInterrupt})
+}
+
+// SetMode changes a live run's permission mode; KindModeChanged confirms it.
+func (c *Core) SetMode(requestID, runID, mode string) error {
+	if !slices.Contains(PermissionModes, mode) {
+		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", mode, strings.Join(PermissionModes, ", "))
+	}
+	r, err := c.liveRun(runID)
+	if err != nil {
+		return err
+	}
+	return r.input(requestID, executor.Input{Kind: executor.InputSetMode, Mode: permissionMode(mode)})
+}
+
+// SetModel changes a live run's model for its next turns.
+func (c *Core) SetModel(requestID, runID, model string) error {
+	r, err := c.liveRun(runID)
+	if err != nil {
+		return err
+	}
+	return r.input(requestID, executor.Input{Kind: executor.InputSetModel, Model: model})
+}
+
+// End closes a live run after its running turn and the queued sends; its
+// KindEnded aggregates every turn.
+func (c *Core) End(requestID, runID string) error {
+	r, err := c.liveRun(runID)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.live.ending = true
+	r.mu.Unlock()
+	return r.input(requestID, executor.Input{Kind: executor.InputEnd})
+}
+
+func (c *Core) run(runID string) (*Run, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.runs[runID]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownRun, runID)
+	}
+	return r, nil
+}
+
+func (c *Core) liveRun(runID string) (*Run, error) {
+	r, err := c.run(runID)
+	if err != nil {
+		return nil, err
+	}
+	if r.live == nil {
+		return nil, fmt.Errorf("run %q: %w (start it with keep_alive to send follow-ups or change it mid-run)", runID, ErrNotLive)
+	}
+	return r, nil
+}
+
+// input hands in to the run's executor loop. Its outcome comes back as a
+// KindError event when the CLI refuses it; the wait for that is owned by
+// the run.
+func (r *Run) input(requestID string, in executor.Input) error {
+	if r.live == nil {
+		// A one-shot run takes only an interrupt, through the executor's
+		// own channel.
+		if in.Kind != executor.InputInterrupt {
+			return fmt.Errorf("run %q: %w", r.id, ErrNotLive)
+		}
+	}
+	done := make(chan error, 1)
+	in.Done = done
+	select {
+	case r.inputs() <- in:
+	case <-r.ctx.Done():
+		return fmt.Errorf("%w %q", ErrUnknownRun, r.id)
+	default:
+		return fmt.Errorf("run %q has %d inputs waiting; try again when its turn ends", r.id, inputs)
+	}
+	r.waiters.Go(func() {
+		select {
+		case err := <-done:
+			if err != nil {
+				r.event(Event{Kind: KindError, RequestID: requestID, Err: err})
+			}
+		case <-r.ctx.Done():
+		}
+	})
+	return nil
+}
+
+// turnCompleted spools a live run's turn end, moves to the next queued
+// turn's interaction, and tells the sink.
+func (r *Run) turnCompleted(e executor.Event) {
+	end := endOf(e.TurnResult, nil)
+	r.mu.Lock()
+	r.live.turns = e.Turn
+	inter := r.inter
+	if len(r.live.queue) > 0 {
+		r.inter, r.live.queue = r.live.queue[0], r.live.queue[1:]
+	} else {
+		r.live.running = false
+	}
+	r.mu.Unlock()
+	// The turn's own interaction: the next turn's events go to the next one.
+	r.enqueueIn(inter, wire.TypeTurnCompleted, wire.TurnCompleted{RunID: r.id, Turn: e.Turn, Status: string(end.Status),
+		Result: end.Result, ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD})
+	r.sink.Event(Event{Kind: KindTurnCompleted, RunID: r.id, SessionID: r.session, InteractionID: inter, Turn: e.Turn, End: end})
+}
+
+// endOf turns an executor result into an End.
+func endOf(res *executor.Result, err error) *End {
+	end := &End{Status: res.Status, ConversationID: res.ConversationID,
+		Result: wire.Result{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMS: res.DurationMS}}
+	if res.HasUsage {
+		u := wire.Usage(res.Usage)
+		cost := res.TotalCostUSD
+		end.Usage, end.TotalCostUSD = &u, &cost
+	}
+	if res.Status != executor.StatusCompleted && res.Status != executor.StatusCancelled {
+		end.Reason = res.Reason
+		if end.Reason == "" && err != nil {
+			end.Reason = err.Error()
+		}
+	}
+	return end
+}
+
+func (r *Run) enqueueIn(inter, typ string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		r.event(Event{Kind: KindSpoolError, Err: err})
+		return
+	}
+	r.enqueueEvent(inter, typ, b)
+}
+
+// idleTimeout is a live run's default idle_timeout (CONTRACT §7).
+const idleTimeout = 30 * time.Minute

@@ -225,7 +225,8 @@ var notLoggedIn = regexp.MustCompile(`(?i)not logged in|please run /login|invali
 // what the user of claude-relay can do.
 func translateCLIError(text string) string {
 	if notLoggedIn.MatchString(text) {
-		return "Not logged in: set ANTHROPIC_API_KEY or log in with `claude`; see `claude-relay doctor` (the CLI said: " + text + ")"
+		return "Not logged in: set ANTHROPIC_API_KEY (and leave claude.disable_api_key off) or log in with `claude`; " +
+			"see `claude-relay doctor` (the CLI said: " + text + ")"
 	}
 	return text
 }

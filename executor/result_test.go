@@ -18,7 +18,7 @@ func TestErrorTextSaysWhatTheCLISaid(t *testing.T) {
 			Errors: []string{"No conversation found with session ID: 11111111-2222-3333-4444-555555555555"}},
 			"Error during execution: No conversation found with session ID: 11111111-2222-3333-4444-555555555555"},
 		{streamjson.Result{Subtype: "success", IsError: true, Result: "Not logged in · Please run /login"},
-			"Not logged in: set ANTHROPIC_API_KEY or log in with `claude`; see `claude-relay doctor` (the CLI said: Not logged in · Please run /login)"},
+			"Not logged in: set ANTHROPIC_API_KEY (and leave claude.disable_api_key off) or log in with `claude`; see `claude-relay doctor` (the CLI said: Not logged in · Please run /login)"},
 		{streamjson.Result{Subtype: "error_other"}, "Error: error_other"},
 	}
 	for _, tt := range tests {

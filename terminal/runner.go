@@ -30,6 +30,7 @@ type Enqueuer interface {
 type Options struct {
 	CLIPath       string
 	BaseCommand   string // replaces CLIPath, shell-split, as executor.Options.BaseCommand
+	RemoveAPIKey  bool   // claude.disable_api_key: the CLI uses its own login, not ANTHROPIC_API_KEY
 	Exe           string // this binary, for command hooks
 	Prompt        string
 	Cwd           string
@@ -80,7 +81,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.StopGrace = 5 * time.Second
 	}
 	// Built as for background runs, so both refuse the same entries.
-	env, dropped := launch.Env{Base: o.BaseEnv, Config: o.Env, RunID: o.RunID}.Build()
+	env, dropped := launch.Env{Base: o.BaseEnv, Config: o.Env, RunID: o.RunID, RemoveAPIKey: o.RemoveAPIKey}.Build()
 	for _, d := range dropped {
 		o.Logger.Warn(d.String(), "run_id", o.RunID)
 	}

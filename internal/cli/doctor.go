@@ -220,6 +220,11 @@ func (a *App) discoveryOptions(configured string) discovery.Options {
 
 func checkCLI(ctx context.Context, a *App) finding {
 	f := finding{name: "claude CLI"}
+	if cmd := a.loaded.Config.Claude.Command; cmd != "" {
+		// claude.command replaces discovery: runs start exactly this.
+		f.detail = "claude.command: " + cmd + " (discovery skipped)"
+		return f
+	}
 	opts := a.discoveryOptions(a.loaded.Config.Claude.Path)
 	res, err := discovery.Find(ctx, opts)
 	var cpe *discovery.ConfiguredPathError

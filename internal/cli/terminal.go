@@ -118,7 +118,7 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		env = a.Environ()
 	}
 	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
-		CLIPath: found.Path, BaseCommand: c.Claude.Command, Exe: exe, Prompt: o.prompt, Cwd: o.cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
+		CLIPath: found.Path, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: o.cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
 		Resume: o.resume, Fork: o.fork, Continue: o.cont, BaseEnv: env, Env: c.Claude.Env,
 		SessionID: o.session, InteractionID: o.interaction, RunID: uuid.NewString(), Events: fwd, Logger: a.log,
 	})

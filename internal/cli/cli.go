@@ -103,8 +103,8 @@ var flagKeys = map[string]string{
 
 func (a *App) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "claude-relay",
-		Short:         "Run Claude Code from an editor and forward everything it does to a backend",
+		Use:   "claude-relay",
+		Short: "Run Claude Code from an editor and forward everything it does to a backend",
 		Example: "  claude-relay run 'fix the failing test'        # a background run, events to the embedded backend\n" +
 			"  claude-relay serve                              # the dashboard of what runs stored\n" +
 			"  claude-relay doctor                             # what is missing, and how to fix it",

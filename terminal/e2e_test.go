@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
+	"github.com/claude-relay/claude-relay/internal/testkit/tmux"
 )
 
 // e2eWait bounds every wait on the real CLI: its first start is slow on a
@@ -34,7 +34,6 @@ const e2eWait = 60 * time.Second
 // tools inherit it), so the test can prove none is left and kill stragglers.
 const tagEnv = "CLAUDE_RELAY_E2E_TAG"
 
-var tmuxCount atomic.Int64
 
 // e2eEnv is one isolated end-to-end setup: the real CLI with its own HOME
 // (which is also where the embedded backend keeps relay.db), a trusted
@@ -53,7 +52,7 @@ type e2eEnv struct {
 func newE2E(t *testing.T, script mockapi.Script) *e2eEnv {
 	t.Helper()
 	cli := realcli.RealCLI(t)
-	requireTmux(t)
+	tmux.Require(t)
 	e := &e2eEnv{t: t, relay: relayBinary(t), cli: cli, api: mockapi.New(t, script), cwd: t.TempDir(), tmpdir: t.TempDir()}
 	cli.TrustDir(e.cwd)
 	e.tag = fmt.Sprintf("%d-%s", os.Getpid(), strings.NewReplacer("/", "-").Replace(t.Name()))
@@ -68,15 +67,6 @@ func newE2E(t *testing.T, script mockapi.Script) *e2eEnv {
 	return e
 }
 
-func requireTmux(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("tmux not found (%v): the terminal end-to-end tests need it on CI", err)
-		}
-		t.Skipf("tmux not found: %v", err)
-	}
-}
 
 // command is a shell command line that runs claude-relay with args in the
 // isolated environment only, and leaves its exit status in exitFile.
@@ -117,21 +107,21 @@ func (e *e2eEnv) background(args ...string) string {
 func (e *e2eEnv) terminal(want string, args ...string) int {
 	e.t.Helper()
 	exitFile := filepath.Join(e.t.TempDir(), "exit")
-	tm := startTmux(e.t, e.command(exitFile, append([]string{"terminal"}, args...)...))
-	if !tm.waitFor(want, exitFile) {
-		tm.fail("the screen never showed %q", want)
+	tm := tmux.Start(e.t, e.command(exitFile, append([]string{"terminal"}, args...)...))
+	if !waitFor(tm, want, exitFile) {
+		tm.Fail("the screen never showed %q", want)
 	}
-	tm.keys("-l", "/exit")
+	tm.Keys("-l", "/exit")
 	time.Sleep(300 * time.Millisecond) // let the command menu settle
-	tm.keys("Enter")
+	tm.Keys("Enter")
 	code, ok := waitExit(exitFile, 20*time.Second)
 	if !ok {
 		// The documented fallback: Ctrl-C twice.
-		tm.keys("C-c")
+		tm.Keys("C-c")
 		time.Sleep(300 * time.Millisecond)
-		tm.keys("C-c")
+		tm.Keys("C-c")
 		if code, ok = waitExit(exitFile, e2eWait); !ok {
-			tm.fail("claude-relay terminal did not exit after /exit and Ctrl-C twice")
+			tm.Fail("claude-relay terminal did not exit after /exit and Ctrl-C twice")
 		}
 	}
 	// Everything it started ends with it.
@@ -159,73 +149,6 @@ func waitExit(exitFile string, d time.Duration) (int, bool) {
 	return 0, false
 }
 
-// tmuxSession is a detached tmux server of its own (its own socket, in the
-// test's temp dir so nothing is left behind) running one command at 200x50.
-type tmuxSession struct {
-	t       *testing.T
-	sock    string
-	screens []string // the last distinct screens, for failure reports
-}
-
-func startTmux(t *testing.T, command string) *tmuxSession {
-	t.Helper()
-	dir := t.TempDir()
-	if len(dir) > 90 { // a unix socket path has room for about 100 bytes
-		var err error
-		if dir, err = os.MkdirTemp("/tmp", "tmux"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-	}
-	s := &tmuxSession{t: t, sock: filepath.Join(dir, fmt.Sprintf("tmux-%d", tmuxCount.Add(1)))}
-	if out, err := s.run("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", "-s", "relay", command); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
-	t.Cleanup(func() { s.run("kill-server") }) //nolint:errcheck // it may have ended with its command
-	return s
-}
-
-func (s *tmuxSession) run(args ...string) ([]byte, error) {
-	cmd := exec.Command("tmux", append([]string{"-S", s.sock}, args...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TMUX=") && !strings.HasPrefix(kv, "TMUX_PANE=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	return cmd.CombinedOutput()
-}
-
-func (s *tmuxSession) screen() string {
-	out, err := s.run("capture-pane", "-p", "-t", "relay")
-	if err != nil {
-		return ""
-	}
-	scr := string(out)
-	if n := len(s.screens); n == 0 || s.screens[n-1] != scr {
-		s.screens = append(s.screens, scr)
-		if len(s.screens) > 8 {
-			s.screens = s.screens[1:]
-		}
-	}
-	return scr
-}
-
-func (s *tmuxSession) keys(keys ...string) {
-	s.t.Helper()
-	if out, err := s.run(append([]string{"send-keys", "-t", "relay"}, keys...)...); err != nil {
-		s.t.Logf("tmux send-keys %q: %v: %s", keys, err, out)
-	}
-}
-
-func (s *tmuxSession) fail(format string, args ...any) {
-	s.t.Helper()
-	s.screen()
-	for i, scr := range s.screens {
-		s.t.Logf("screen %d of the last %d:\n%s", i+1, len(s.screens), scr)
-	}
-	s.t.Fatalf(format, args...)
-}
-
 // approve matches what the CLI asks on the way: the tool permission prompt
 // ("Do you want to proceed? ❯ 1. Yes"), the trust dialog ("1. Yes,
 // proceed") and notices that want Enter. Enter picks the highlighted first
@@ -234,27 +157,26 @@ var approve = regexp.MustCompile(`(?i)❯\s*1\.\s*Yes|Enter to (confirm|continue
 
 // waitFor polls the screen until it shows want, answering prompts, or until
 // claude-relay exits (exitFile) or e2eWait passes.
-func (s *tmuxSession) waitFor(want, exitFile string) bool {
-	deadline := time.Now().Add(e2eWait)
+func waitFor(s *tmux.Session, want, exitFile string) bool {
 	var answered string
 	var answeredAt time.Time
-	for time.Now().Before(deadline) {
-		scr := s.screen()
+	exited := false
+	shown := s.WaitFor(e2eWait, func(scr string) bool {
 		if strings.Contains(scr, want) {
 			return true
 		}
 		if _, err := os.Stat(exitFile); err == nil {
-			return false
+			exited = true
+			return true
 		}
 		// Answer a prompt once; again only if it is still there a while later.
 		if approve.MatchString(scr) && (scr != answered || time.Since(answeredAt) > 3*time.Second) {
-			s.t.Logf("answering a prompt with Enter:\n%s", scr)
-			s.keys("Enter")
+			s.Keys("Enter")
 			answered, answeredAt = scr, time.Now()
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return false
+		return false
+	})
+	return shown && !exited
 }
 
 // tagged lists the pids whose environment carries tag.

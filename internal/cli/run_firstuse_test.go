@@ -111,12 +111,8 @@ func TestRunJoinsPromptWords(t *testing.T) {
 	home, cwd := t.TempDir(), trustedDir(t, cli)
 	env := map[string]string{"HOME": home, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path}
 	cliEnv := cli.Env(t, api.URL())
-	var out, errb strings.Builder
-	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Environ:   func() []string { return cliEnv },
-		Getwd:     func() (string, error) { return cwd, nil }}
-	if code := a.Run(t.Context(), []string{"run", "--session=words", "--max-turns=2", "say", "two", "words"}); code != 0 {
+	code, out, errb := runApp(t, env, cliEnv, cwd, "run", "--session=words", "--max-turns=2", "say", "two", "words")
+	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	st, err := sqlite.Open(t.Context(), filepath.Join(home, ".local/share/claude-relay/relay.db"))
@@ -176,12 +172,7 @@ func TestRunSaysTheBackendIsUnreachable(t *testing.T) {
 	env := map[string]string{"HOME": home, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path, "CLAUDE_RELAY_BACKEND_URL": dead,
 		"CLAUDE_RELAY_FORWARDER_DRAIN_TIMEOUT": "1s"}
 	cliEnv := cli.Env(t, api.URL())
-	var out, errb strings.Builder
-	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Environ:   func() []string { return cliEnv },
-		Getwd:     func() (string, error) { return cwd, nil }}
-	code := a.Run(t.Context(), []string{"run", "--max-turns=2", "hello"})
+	code, out, errb := runApp(t, env, cliEnv, cwd, "run", "--max-turns=2", "hello")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	if code != 0 || !strings.Contains(out.String(), "fine") {
 		t.Fatalf("exit %d", code)
@@ -271,12 +262,7 @@ func TestRunShowsAPIRetries(t *testing.T) {
 	home, cwd := t.TempDir(), trustedDir(t, cli)
 	env := map[string]string{"HOME": home, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path}
 	cliEnv := cli.Env(t, api.URL())
-	var out, errb strings.Builder
-	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Environ:   func() []string { return cliEnv },
-		Getwd:     func() (string, error) { return cwd, nil }}
-	code := a.Run(t.Context(), []string{"run", "--max-turns=2", "hello"})
+	code, out, errb := runApp(t, env, cliEnv, cwd, "run", "--max-turns=2", "hello")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	if code != 0 || !strings.Contains(out.String(), "after the retry") {
 		t.Fatalf("exit %d", code)

@@ -53,12 +53,7 @@ func TestRunWithRealCLI(t *testing.T) {
 	cli.TrustDir(cwd)
 	env := map[string]string{"HOME": home, "CLAUDE_RELAY_BACKEND_URL": srv.URL, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path, "PATH": os.Getenv("PATH")}
 	cliEnv := cli.Env(t, api.URL())
-	var out, errb strings.Builder
-	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Environ:   func() []string { return cliEnv },
-		Getwd:     func() (string, error) { return cwd, nil }}
-	code := a.Run(t.Context(), []string{"run", "--max-turns=4", "run the tool"})
+	code, out, errb := runApp(t, env, cliEnv, cwd, "run", "--max-turns=4", "run the tool")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	if code != 0 || !strings.Contains(out.String(), "All done.") || !strings.Contains(out.String(), "● $ echo hi-from-run — Say hi  (auto-allowed)") {
 		t.Fatalf("exit %d", code)
@@ -86,12 +81,7 @@ func TestRunOnEmbeddedDefault(t *testing.T) {
 	cli.TrustDir(cwd)
 	env := map[string]string{"HOME": home, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path}
 	cliEnv := cli.Env(t, api.URL())
-	var out, errb strings.Builder
-	a := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Environ:   func() []string { return cliEnv },
-		Getwd:     func() (string, error) { return cwd, nil }}
-	code := a.Run(t.Context(), []string{"run", "--session=sess-1", "--max-turns=4", "go"})
+	code, out, errb := runApp(t, env, cliEnv, cwd, "run", "--session=sess-1", "--max-turns=4", "go")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	if code != 0 || !strings.Contains(out.String(), "events: http://127.0.0.1:") {
 		t.Fatalf("exit %d", code)

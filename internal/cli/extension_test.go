@@ -26,6 +26,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
@@ -582,17 +583,11 @@ func runProcesses(runID string) []string {
 // waitSleeping waits until a run's tool runs `sleep arg`.
 func waitSleeping(t *testing.T, p *extProc, runID, arg string) {
 	t.Helper()
-	deadline := time.Now().Add(extTimeout)
-	for {
-		for _, c := range runProcesses(runID) {
-			if strings.Contains(c, "sleep "+arg) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never started sleep %s; stdout:\n%s", runID, arg, p.dump())
-		}
-		time.Sleep(100 * time.Millisecond)
+	sleeping := func() bool {
+		return slices.ContainsFunc(runProcesses(runID), func(c string) bool { return strings.Contains(c, "sleep "+arg) })
+	}
+	if !poll.Within(extTimeout, sleeping) {
+		t.Fatalf("run %s never started sleep %s; stdout:\n%s", runID, arg, p.dump())
 	}
 }
 
@@ -600,17 +595,10 @@ func waitSleeping(t *testing.T, p *extProc, runID, arg string) {
 // since (CONTRACT §4).
 func waitGone(t *testing.T, runID string, since time.Time) {
 	t.Helper()
-	for {
-		left := runProcesses(runID)
-		if len(left) == 0 {
-			t.Logf("run %s: no process left %v after the cancel", runID, time.Since(since).Round(time.Millisecond))
-			return
-		}
-		if time.Since(since) > 10*time.Second {
-			t.Fatalf("processes of run %s outlived the cancel by 10s: %q", runID, left)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll.Within(10*time.Second-time.Since(since), func() bool { return len(runProcesses(runID)) == 0 }) {
+		t.Fatalf("processes of run %s outlived the cancel by 10s: %q", runID, runProcesses(runID))
 	}
+	t.Logf("run %s: no process left %v after the cancel", runID, time.Since(since).Round(time.Millisecond))
 }
 
 func TestExtensionCancelOneRunLeavesTheOther(t *testing.T) {

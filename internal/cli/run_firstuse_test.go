@@ -17,6 +17,7 @@ import (
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
@@ -95,13 +96,7 @@ func sleepers(arg string) []int {
 
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(extTimeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, extTimeout, what, ok)
 }
 
 // The words of the prompt are joined into one prompt, as `claude -p` does.

@@ -264,7 +264,7 @@ const floodLines = 20000
 // CLI and otherwise runs the fake CLI (this test binary) in flood mode.
 func fakeCLIScript(b *testing.B) string {
 	b.Helper()
-	path, env := fakecli.Command(fakecli.ModeFlood, fakecli.WithFloodLines(floodLines))
+	path, env := fakecli.Command(fakecli.ModeFlood, fakecli.WithFloodLines(floodLines), fakecli.WithFloodAssistant())
 	q := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	var envArgs []string
 	for _, kv := range env {

@@ -69,12 +69,13 @@ const (
 	// EnvMode holds the Mode.
 	EnvMode = "CLAUDE_RELAY_FAKE_CLI_MODE"
 
-	envPidFile   = "CLAUDE_RELAY_FAKE_CLI_PIDFILE"
-	envSessionID = "CLAUDE_RELAY_FAKE_CLI_SESSION_ID"
-	envHugeSize  = "CLAUDE_RELAY_FAKE_CLI_HUGE_SIZE"
-	envFlood     = "CLAUDE_RELAY_FAKE_CLI_FLOOD_LINES"
-	envDelay     = "CLAUDE_RELAY_FAKE_CLI_LINE_DELAY"
-	envRecord    = "CLAUDE_RELAY_FAKE_CLI_RECORD"
+	envPidFile    = "CLAUDE_RELAY_FAKE_CLI_PIDFILE"
+	envSessionID  = "CLAUDE_RELAY_FAKE_CLI_SESSION_ID"
+	envHugeSize   = "CLAUDE_RELAY_FAKE_CLI_HUGE_SIZE"
+	envFlood      = "CLAUDE_RELAY_FAKE_CLI_FLOOD_LINES"
+	envFloodFinal = "CLAUDE_RELAY_FAKE_CLI_FLOOD_ASSISTANT"
+	envDelay      = "CLAUDE_RELAY_FAKE_CLI_LINE_DELAY"
+	envRecord     = "CLAUDE_RELAY_FAKE_CLI_RECORD"
 )
 
 // Values the fake puts on the wire, for tests to compare against.
@@ -112,6 +113,7 @@ type config struct {
 	recordFile string
 	hugeSize   int
 	floodLines int
+	floodFinal bool // flood with assistant messages, not stream_event deltas
 	lineDelay  time.Duration
 }
 
@@ -132,6 +134,11 @@ func WithHugeLineSize(n int) Option { return func(c *config) { c.hugeSize = n } 
 
 // WithFloodLines sets how many stream_event lines ModeFlood emits.
 func WithFloodLines(n int) Option { return func(c *config) { c.floodLines = n } }
+
+// WithFloodAssistant makes ModeFlood's lines complete assistant messages,
+// which the relay spools and forwards, instead of stream_event deltas,
+// which are live only.
+func WithFloodAssistant() Option { return func(c *config) { c.floodFinal = true } }
 
 // WithLineDelay makes the fake wait d before each stdout line of a turn
 // after the first (any mode but ModeFlood's stream_event lines); it is
@@ -196,6 +203,9 @@ func (c config) env() []string {
 	if c.lineDelay > 0 {
 		add(envDelay, c.lineDelay.String())
 	}
+	if c.floodFinal {
+		add(envFloodFinal, "1")
+	}
 	return env
 }
 
@@ -208,6 +218,7 @@ func configFromEnv() (config, error) {
 		recordFile: os.Getenv(envRecord),
 		hugeSize:   DefaultHugeLineSize,
 		floodLines: DefaultFloodLines,
+		floodFinal: os.Getenv(envFloodFinal) == "1",
 	}
 	var err error
 	if c.hugeSize, err = envInt(envHugeSize, c.hugeSize); err != nil {

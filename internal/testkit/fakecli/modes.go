@@ -179,6 +179,10 @@ func (f *fake) floodTurn(t *turn) {
 	}
 	prefix := []byte(`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"flood line `)
 	mid := append([]byte(` of the fake CLI."}},"session_id":`), mustJSON(f.sess.id)...)
+	if f.cfg.floodFinal {
+		prefix = []byte(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"flood line `)
+		mid = append([]byte(` of the fake CLI."}]},"session_id":`), mustJSON(f.sess.id)...)
+	}
 	mid = append(mid, `,"parent_tool_use_id":null,"uuid":"00000000-0000-4000-8000-`...)
 	line := make([]byte, 0, 512)
 	for i := range f.cfg.floodLines {

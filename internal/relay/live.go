@@ -29,7 +29,6 @@ const inputs = 64
 // executor runs queued sends in order after each turn, so this queue
 // mirrors its own.
 type live struct {
-	in      chan executor.Input
 	running bool     // a turn is running
 	queue   []string // interaction IDs of queued sends
 	turns   int

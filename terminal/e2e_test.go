@@ -34,7 +34,6 @@ const e2eWait = 60 * time.Second
 // tools inherit it), so the test can prove none is left and kill stragglers.
 const tagEnv = "CLAUDE_RELAY_E2E_TAG"
 
-
 // e2eEnv is one isolated end-to-end setup: the real CLI with its own HOME
 // (which is also where the embedded backend keeps relay.db), a trusted
 // working directory, the scripted API, and a private TMPDIR.
@@ -66,7 +65,6 @@ func newE2E(t *testing.T, script mockapi.Script) *e2eEnv {
 	t.Cleanup(func() { killTagged(t, e.tag) })
 	return e
 }
-
 
 // command is a shell command line that runs claude-relay with args in the
 // isolated environment only, and leaves its exit status in exitFile.

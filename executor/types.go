@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Errors a run can end with; the Result says more.
@@ -91,12 +92,7 @@ const (
 )
 
 // CommandResult is seed 002's result shape, as sent to extensions and backends.
-type CommandResult struct {
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	ExitCode   int    `json:"exitCode"`
-	DurationMS int64  `json:"duration_ms"`
-}
+type CommandResult = wire.Result
 
 // Result is everything known when a run ends.
 type Result struct {

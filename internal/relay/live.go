@@ -183,7 +183,7 @@ func (r *Run) turnCompleted(e executor.Event) {
 // endOf turns an executor result into an End.
 func endOf(res *executor.Result, err error) *End {
 	end := &End{Status: res.Status, ConversationID: res.ConversationID,
-		Result: wire.Result{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, DurationMS: res.DurationMS}}
+		Result: res.CommandResult}
 	if res.HasUsage {
 		u := wire.Usage(res.Usage)
 		cost := res.TotalCostUSD

@@ -97,7 +97,7 @@ func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUse
 	defer r.untrackApproval(requestID)
 	d, err := r.approver.Approve(actx, ApprovalRequest{
 		RunID: r.req.RunID, ApprovalID: uuid.NewString(), ToolName: c.ToolName, DisplayName: c.DisplayName,
-		Input: c.Input, ToolUseID: c.ToolUseID, Description: c.Description,
+		Input: c.Input, ToolUseID: c.ToolUseID, Description: c.Description, Suggestions: c.PermissionSuggestions,
 	})
 	switch {
 	case err == nil && d.Allow:

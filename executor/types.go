@@ -167,6 +167,7 @@ type ApprovalRequest struct {
 	Input       json.RawMessage
 	ToolUseID   string
 	Description string
+	Suggestions json.RawMessage // the CLI's permission_suggestions, as it sent them
 }
 
 // Decision answers an ApprovalRequest.

@@ -31,6 +31,7 @@ func EventsOf(e relay.Event) []Event {
 		a := e.Approval
 		ev.Event, ev.ApprovalID, ev.ToolName, ev.Input, ev.ToolUseID, ev.Title, ev.Message =
 			EventApprovalRequested, a.ID, a.ToolName, a.Input, a.ToolUseID, a.Title, a.Description
+		ev.Kind, ev.Options, ev.Suggestions, ev.Questions = a.Kind, a.Options, a.Suggestions, a.Questions
 	case relay.KindApprovalCancelled:
 		ev.Event, ev.ApprovalID, ev.Reason = EventApprovalCancelled, e.Approval.ID, e.Reason
 	case relay.KindLimitNotice:

@@ -138,6 +138,13 @@ type Event struct {
 	Input      json.RawMessage `json:"input,omitempty"`
 	ToolUseID  string          `json:"tool_use_id,omitempty"`
 	Title      string          `json:"title,omitempty"` // what will run, in full (tooltitle.Full)
+	// Kind is tool, plan or question; Options what decision may be;
+	// Suggestions the CLI's permission_suggestions; Questions
+	// AskUserQuestion's questions.
+	Kind        string          `json:"kind,omitempty"`
+	Options     []string        `json:"options,omitempty"`
+	Suggestions json.RawMessage `json:"suggestions,omitempty"`
+	Questions   json.RawMessage `json:"questions,omitempty"`
 
 	// run_completed / run_failed / run_cancelled
 	Result         *Result  `json:"result,omitempty"`

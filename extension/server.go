@@ -275,7 +275,7 @@ func (s *Server) approve(cmd Command) {
 		s.emitError(cmd.RequestID, CodeBadValue, fmt.Sprintf("decision %q (allowed: allow, deny)", cmd.Decision))
 		return
 	}
-	if err := s.core.Answer(cmd.RunID, cmd.ApprovalID, d); err != nil {
+	if err := s.core.Answer(cmd.RunID, cmd.ApprovalID, d, "extension"); err != nil {
 		s.emitError(cmd.RequestID, CodeUnknownApprove, err.Error())
 	}
 }

@@ -378,7 +378,9 @@ func TestCancelWhileApprovalPending(t *testing.T) {
 	if ev := h.waitEvent(EventRunCancelled, "c"); ev.Result.ExitCode != 130 {
 		t.Errorf("run_cancelled %+v", ev.Result)
 	}
-	if got := h.fwd.types("sess-c"); !slices.Equal(got, []string{"relay.run_started", "relay.run_cancelled"}) {
+	// The backend learns what was asked and how it ended (CONTRACT §10).
+	want := []string{"relay.run_started", "relay.approval_requested", "relay.approval_resolved", "relay.run_cancelled"}
+	if got := h.fwd.types("sess-c"); !slices.Equal(got, want) {
 		t.Errorf("forwarded %v", got)
 	}
 }

@@ -37,8 +37,11 @@ type view struct {
 	outTok   int64
 	spinning bool
 	streamed bool // --partial printed this turn's answer as it came
-	stop     chan struct{}
-	spinWG   sync.WaitGroup
+	// midLine: --partial text ends the screen's last line, with no newline
+	// yet; clear ends that line instead of erasing the text.
+	midLine bool
+	stop    chan struct{}
+	spinWG  sync.WaitGroup
 }
 
 func newView(a *App, o runOptions, dashboard string, core *relay.Core) *view {
@@ -133,18 +136,19 @@ func (v *view) partialText(payload json.RawMessage) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !v.streamed {
+	if !v.midLine {
 		v.clear()
 		fmt.Fprint(v.a.Stdout, "\n")
 	}
-	v.streamed, v.spinning = true, false
+	v.streamed, v.midLine, v.spinning = true, true, false
 	fmt.Fprint(v.a.Stdout, se.Event.Delta.Text)
 }
 
-// answer prints a turn's answer, unless --partial already did.
+// answer prints a turn's answer, unless --partial already did; callers
+// have cleared, which ended a streamed answer's line.
 func (v *view) answer(text string) {
 	if v.streamed {
-		fmt.Fprint(v.a.Stdout, "\n\n")
+		fmt.Fprint(v.a.Stdout, "\n")
 		v.streamed = false
 		return
 	}
@@ -344,7 +348,7 @@ func (v *view) final(ev extension.Event) {
 func (v *view) approve(ev extension.Event) {
 	answer := func(allow bool, reason string) {
 		// A gone approval (cancelled, timed out) needs no answer.
-		_ = v.core.Answer(ev.RunID, ev.ApprovalID, executor.Decision{Allow: allow, Reason: reason})
+		_ = v.core.Answer(ev.RunID, ev.ApprovalID, executor.Decision{Allow: allow, Reason: reason}, "tty")
 	}
 	if v.ask == nil {
 		answer(false, "no terminal to ask on")
@@ -432,9 +436,14 @@ func (v *view) line(s string) {
 	fmt.Fprintln(v.a.Stdout, s)
 }
 
-// clear erases the spinner's line; callers hold mu.
+// clear erases the spinner's line, or ends a line of streamed text, which
+// must stay; callers hold mu.
 func (v *view) clear() {
-	if v.tty {
+	switch {
+	case v.midLine:
+		fmt.Fprint(v.a.Stdout, "\n")
+		v.midLine = false
+	case v.tty:
 		fmt.Fprint(v.a.Stdout, "\r\x1b[2K")
 	}
 }
@@ -452,7 +461,7 @@ func (v *view) spin() {
 		case <-t.C:
 		}
 		v.mu.Lock()
-		if v.spinning {
+		if v.spinning && !v.midLine { // drawing would erase the streamed text
 			fmt.Fprintf(v.a.Stdout, "\r\x1b[2K%s %s · %s · %d %s out", frames[i%len(frames)],
 				time.Since(v.start).Round(100*time.Millisecond), v.status, v.outTok, inflect(v.outTok, "token", "tokens"))
 		}

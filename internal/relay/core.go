@@ -160,7 +160,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, cwd: req.Cwd, started: time.Now(),
-		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]chan executor.Decision{}}
+		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]pendingApproval{}}
 	if req.KeepAlive {
 		r.live = &live{running: true}
 	}
@@ -290,14 +290,15 @@ func (c *Core) Cancel(runID string) error {
 var ErrUnknownApproval = errors.New("no pending approval")
 
 // Answer decides a pending approval; runID, when set, narrows the search.
-func (c *Core) Answer(runID, approvalID string, d executor.Decision) error {
+// by names who decided (extension, tty, dashboard), for the backend's record.
+func (c *Core) Answer(runID, approvalID string, d executor.Decision, by string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, r := range c.runs {
 		if runID != "" && id != runID {
 			continue
 		}
-		if r.answer(approvalID, d) {
+		if r.answer(approvalID, d, by) {
 			return nil
 		}
 	}

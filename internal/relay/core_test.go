@@ -194,13 +194,13 @@ func TestApprovalsThroughTheCore(t *testing.T) {
 		if e.Approval.Title != "$ rm -rf x — tidy" {
 			t.Errorf("title %q", e.Approval.Title)
 		}
-		if err := c.Answer("other-run", e.Approval.ID, executor.Decision{Allow: true}); !errors.Is(err, ErrUnknownApproval) {
+		if err := c.Answer("other-run", e.Approval.ID, executor.Decision{Allow: true}, "test"); !errors.Is(err, ErrUnknownApproval) {
 			t.Errorf("answer on another run: %v", err)
 		}
-		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}); err != nil {
+		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}, "test"); err != nil {
 			t.Error(err)
 		}
-		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}); !errors.Is(err, ErrUnknownApproval) {
+		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}, "test"); !errors.Is(err, ErrUnknownApproval) {
 			t.Errorf("second answer: %v", err)
 		}
 	}
@@ -263,4 +263,56 @@ func TestCloseCancelsAndRefuses(t *testing.T) {
 		t.Errorf("start after close: %v", err)
 	}
 	c.Close() // idempotent
+}
+
+// The backend learns what was asked and who decided what (CONTRACT §10).
+func TestApprovalEventsAreSpooled(t *testing.T) {
+	spool := &fakeSpool{}
+	c := New(Options{Executor: fakeExec{}, Spool: spool})
+	defer c.Close()
+	rec := newRecorder(t, spool)
+	rec.onApp = func(e Event) {
+		if e.Approval.Kind != wire.ApprovalTool || !slices.Equal(e.Approval.Options, []string{"allow", "deny"}) {
+			t.Errorf("approval %+v", e.Approval)
+		}
+		c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}, "tty") //nolint:errcheck
+	}
+	if _, err := c.Start(Request{RunID: "ap", SessionID: "s", Prompt: "approve"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t)
+	spool.mu.Lock()
+	defer spool.mu.Unlock()
+	var req wire.ApprovalRequested
+	var res wire.ApprovalResolved
+	for _, e := range spool.evs {
+		switch e.Type {
+		case wire.TypeApprovalRequested:
+			json.Unmarshal(e.Data, &req) //nolint:errcheck
+		case wire.TypeApprovalResolved:
+			json.Unmarshal(e.Data, &res) //nolint:errcheck
+		}
+	}
+	if req.ApprovalID != "a1" || req.Title != "$ rm -rf x — tidy" || req.Kind != "tool" {
+		t.Errorf("relay.approval_requested %+v", req)
+	}
+	if res.ApprovalID != "a1" || res.Decision != "allow" || res.By != "tty" {
+		t.Errorf("relay.approval_resolved %+v", res)
+	}
+}
+
+func TestApprovalKinds(t *testing.T) {
+	for _, tt := range []struct {
+		tool, input, kind string
+		questions         bool
+	}{
+		{"Bash", `{"command":"ls"}`, wire.ApprovalTool, false},
+		{"ExitPlanMode", `{"plan":"1. read\n2. fix"}`, wire.ApprovalPlan, false},
+		{"AskUserQuestion", `{"questions":[{"question":"Which?","options":[{"label":"A"}]}]}`, wire.ApprovalQuestion, true},
+	} {
+		a := approvalOf(executor.ApprovalRequest{ApprovalID: "x", ToolName: tt.tool, Input: json.RawMessage(tt.input)})
+		if a.Kind != tt.kind || (len(a.Questions) > 0) != tt.questions {
+			t.Errorf("%s: kind %q questions %s", tt.tool, a.Kind, a.Questions)
+		}
+	}
 }

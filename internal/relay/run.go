@@ -30,7 +30,17 @@ type Run struct {
 
 	mu      sync.Mutex
 	inter   string                            // the running turn's interaction
-	pending map[string]chan executor.Decision // approvals by ID
+	pending map[string]pendingApproval // approvals by ID
+}
+
+// pendingApproval waits for its decision; by says who made it.
+type pendingApproval struct {
+	ch chan answer
+}
+
+type answer struct {
+	d  executor.Decision
+	by string
 }
 
 func (r *Run) inputs() chan<- executor.Input { return r.in }
@@ -54,13 +64,13 @@ func (r *Run) info() RunInfo {
 	return RunInfo{RunID: r.id, SessionID: r.session, InteractionID: r.inter, StartedAt: r.started, PendingApprovals: len(r.pending)}
 }
 
-func (r *Run) answer(approvalID string, d executor.Decision) bool {
+func (r *Run) answer(approvalID string, d executor.Decision, by string) bool {
 	r.mu.Lock()
-	ch, ok := r.pending[approvalID]
+	p, ok := r.pending[approvalID]
 	delete(r.pending, approvalID)
 	r.mu.Unlock()
 	if ok {
-		ch <- d
+		p.ch <- answer{d: d, by: by}
 	}
 	return ok
 }
@@ -117,27 +127,65 @@ func (r *Run) Event(e executor.Event) {
 // Approve implements executor.Approver: the sink gets the request, and
 // Core.Answer (or the executor's timeout) decides it.
 func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
-	ch := make(chan executor.Decision, 1)
+	ch := make(chan answer, 1)
 	r.mu.Lock()
-	r.pending[req.ApprovalID] = ch
+	r.pending[req.ApprovalID] = pendingApproval{ch: ch}
 	r.mu.Unlock()
-	a := &Approval{ID: req.ApprovalID, ToolName: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID,
-		Title: tooltitle.Full(req.ToolName, req.Input), Description: req.Description}
+	a := approvalOf(req)
+	// Spooled first, like every event: the backend knows what is pending.
+	r.forward(wire.TypeApprovalRequested, wire.ApprovalRequested{RunID: r.id, ApprovalID: a.ID, Kind: a.Kind,
+		ToolName: a.ToolName, Title: a.Title, Input: a.Input, ToolUseID: a.ToolUseID, Options: a.Options,
+		Suggestions: a.Suggestions})
 	r.event(Event{Kind: KindApprovalRequested, Approval: a})
 	select {
-	case d := <-ch:
-		return d, nil
+	case ans := <-ch:
+		decision := "deny"
+		if ans.d.Allow {
+			decision = "allow"
+		}
+		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: decision,
+			By: ans.by, Reason: ans.d.Reason})
+		return ans.d, nil
 	case <-ctx.Done():
 		r.mu.Lock()
 		delete(r.pending, req.ApprovalID)
 		r.mu.Unlock()
-		reason := "cancelled"
+		reason, by := "cancelled", "cancelled"
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason = "timed out: denied"
+			reason, by = "timed out: denied", "timeout"
 		}
+		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: "deny",
+			By: by, Reason: reason})
 		r.event(Event{Kind: KindApprovalCancelled, Approval: a, Reason: reason})
 		return executor.Decision{}, ctx.Err()
 	}
+}
+
+// approvalOf describes a request for people: its kind, what will run in
+// full, and what the decision may be.
+func approvalOf(req executor.ApprovalRequest) *Approval {
+	a := &Approval{ID: req.ApprovalID, Kind: wire.ApprovalTool, ToolName: req.ToolName, Input: req.Input,
+		ToolUseID: req.ToolUseID, Title: tooltitle.Full(req.ToolName, req.Input), Description: req.Description,
+		Options: []string{"allow", "deny"}, Suggestions: req.Suggestions}
+	switch req.ToolName {
+	case "ExitPlanMode":
+		a.Kind = wire.ApprovalPlan
+		var in struct {
+			Plan string `json:"plan"`
+		}
+		if json.Unmarshal(req.Input, &in) == nil && in.Plan != "" {
+			a.Title = "Plan: " + in.Plan
+		}
+	case "AskUserQuestion":
+		a.Kind = wire.ApprovalQuestion
+		var in struct {
+			Questions json.RawMessage `json:"questions"`
+		}
+		if json.Unmarshal(req.Input, &in) == nil {
+			a.Questions = in.Questions
+		}
+	}
+	return a
 }
 
 // finish spools the run's end, remembers its conversation and tells the

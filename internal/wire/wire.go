@@ -18,7 +18,40 @@ const (
 	TypeMalformedLine = "relay.malformed_line"
 	TypeTurnCompleted = "relay.turn_completed"
 	TypeModeChanged   = "relay.mode_changed"
+	// Approvals (CONTRACT §10): what was asked, and who decided what.
+	TypeApprovalRequested = "relay.approval_requested"
+	TypeApprovalResolved  = "relay.approval_resolved"
 )
+
+// Approval kinds.
+const (
+	ApprovalTool     = "tool"
+	ApprovalPlan     = "plan"
+	ApprovalQuestion = "question"
+)
+
+// ApprovalRequested is relay.approval_requested's data.
+type ApprovalRequested struct {
+	RunID       string          `json:"run_id"`
+	ApprovalID  string          `json:"approval_id"`
+	Kind        string          `json:"kind"`
+	ToolName    string          `json:"tool_name"`
+	Title       string          `json:"title"`
+	Input       json.RawMessage `json:"input,omitempty"`
+	ToolUseID   string          `json:"tool_use_id,omitempty"`
+	Options     []string        `json:"options"`
+	Suggestions json.RawMessage `json:"suggestions,omitempty"`
+}
+
+// ApprovalResolved is relay.approval_resolved's data: the decision and who
+// made it (extension, tty, dashboard, timeout or cancelled).
+type ApprovalResolved struct {
+	RunID      string `json:"run_id"`
+	ApprovalID string `json:"approval_id"`
+	Decision   string `json:"decision"`
+	By         string `json:"by"`
+	Reason     string `json:"reason,omitempty"`
+}
 
 // Source of an event envelope.
 const (

@@ -27,10 +27,14 @@ func (b *builder) limit(k kind) int64 {
 	return b.lim.MaxFileBytes
 }
 
-func tooBig(i int, k kind, n, limit int64) error {
+// tooBig says a block is over its limit; path names its file, when it has one.
+func tooBig(i int, k kind, path string, n, limit int64) error {
 	hint := "resize or compress it"
 	if k == kindFile {
 		hint = "send a smaller file or only the part that matters"
+	}
+	if path != "" {
+		return blockErr(i, "path", path, ErrTooLarge, ": the %s is %s, over the %s limit; %s", k, humanSize(n), limitSize(limit), hint)
 	}
 	return blockErr(i, "", "", ErrTooLarge, ": %s is %s, over the %s limit; %s", k, humanSize(n), limitSize(limit), hint)
 }
@@ -61,7 +65,7 @@ func (b *builder) readPath(i int, p string, k kind) ([]byte, error) {
 	}
 	limit := b.limit(k)
 	if fi.Size() > limit {
-		return nil, tooBig(i, k, fi.Size(), limit)
+		return nil, tooBig(i, k, p, fi.Size(), limit)
 	}
 	if err := b.count(i, fi.Size()); err != nil {
 		return nil, err
@@ -78,7 +82,7 @@ func (b *builder) readPath(i int, p string, k kind) ([]byte, error) {
 		return nil, blockErr(i, "path", p, err, ": read: %v", err)
 	}
 	if int64(len(data)) > limit {
-		return nil, tooBig(i, k, int64(len(data)), limit)
+		return nil, tooBig(i, k, p, int64(len(data)), limit)
 	}
 	// Keep the total honest if the file changed size since the stat.
 	b.total += int64(len(data)) - fi.Size()
@@ -163,18 +167,18 @@ func longestRun(s string, c byte) int {
 	return longest
 }
 
-// humanSize is a size for people, in decimal units: "812 B", "34.1 kB",
-// "52.4 MB".
+// humanSize is a size for people, in the binary units the limits use:
+// "812 B", "33.3 KiB", "50.0 MiB".
 func humanSize(n int64) string {
 	switch {
-	case n < 1000:
+	case n < 1<<10:
 		return fmt.Sprintf("%d B", n)
-	case n < 1000*1000:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	case n < 1000*1000*1000:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	default:
-		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	}
 }
 

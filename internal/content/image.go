@@ -105,7 +105,7 @@ func (b *builder) imageData(i int, data string) ([]byte, error) {
 	}
 	n := decodedLen(data)
 	if n > b.lim.MaxImageBytes {
-		return nil, tooBig(i, kindImage, n, b.lim.MaxImageBytes)
+		return nil, tooBig(i, kindImage, "", n, b.lim.MaxImageBytes)
 	}
 	if err := b.count(i, n); err != nil {
 		return nil, err

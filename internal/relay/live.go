@@ -113,7 +113,7 @@ func (c *Core) run(runID string) (*Run, error) {
 	defer c.mu.Unlock()
 	r, ok := c.runs[runID]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownRun, runID)
+		return nil, fmt.Errorf("%w %q (it ended, or never started)", ErrUnknownRun, runID)
 	}
 	return r, nil
 }

@@ -732,7 +732,7 @@ func TestLiveBadInput(t *testing.T) {
 		{"prompt with a 50 MB image", extension.Command{Action: extension.ActionPrompt, RunID: "huge-image-run",
 			SessionID: "sess-huge-image", Prompt: &prompt, Options: extension.PromptOptions{Cwd: cwd,
 				Content: []content.Block{{Type: "image", Path: huge}}}},
-			extension.CodeBadValue, []string{"content[0]", "52.4 MB", "5 MiB limit"}},
+			extension.CodeBadValue, []string{"content[0]", "50.0 MiB", "5 MiB limit"}},
 		{"send without run_id", extension.Command{Action: extension.ActionSend, Prompt: &prompt},
 			extension.CodeMissingField, []string{"run_id"}},
 	}

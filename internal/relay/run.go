@@ -29,7 +29,7 @@ type Run struct {
 	waiters sync.WaitGroup      // waits for inputs' outcomes
 
 	mu      sync.Mutex
-	inter   string                            // the running turn's interaction
+	inter   string                     // the running turn's interaction
 	pending map[string]pendingApproval // approvals by ID
 }
 

@@ -43,6 +43,9 @@ type Claude struct {
 	Env            map[string]string
 	DisableAPIKey  bool // ANTHROPIC_API_KEY is not passed to the CLI, so it uses its own login
 	StartupTimeout time.Duration
+	// StallTimeout is how long a turn may go without CLI output while no
+	// tool runs before the watchdog interrupts it (CONTRACT §7).
+	StallTimeout time.Duration
 }
 
 // Approvals configures tool approvals.

@@ -82,6 +82,9 @@ func TestPrecedence(t *testing.T) {
 			if c.Claude.StartupTimeout != 30*time.Second || l.Origins["claude.startup_timeout"].Source != FromDefault {
 				t.Errorf("startup timeout default: %v %v", c.Claude.StartupTimeout, l.Origins["claude.startup_timeout"])
 			}
+			if c.Claude.StallTimeout != 5*time.Minute || l.Origins["claude.stall_timeout"].Source != FromDefault {
+				t.Errorf("stall timeout default: %v %v", c.Claude.StallTimeout, l.Origins["claude.stall_timeout"])
+			}
 		})
 	}
 }
@@ -122,6 +125,8 @@ func TestValidationNamesKeyValueAndAllowed(t *testing.T) {
 	}{
 		{map[string]string{"CLAUDE_RELAY_LOG_LEVEL": "loud"}, "log.level", "loud", "debug, info, warn, error"},
 		{map[string]string{"CLAUDE_RELAY_CLAUDE_STARTUP_TIMEOUT": "30"}, "claude.startup_timeout", "30", "unit"},
+		{map[string]string{"CLAUDE_RELAY_CLAUDE_STALL_TIMEOUT": "0s"}, "claude.stall_timeout", "0s", "positive duration"},
+		{map[string]string{"CLAUDE_RELAY_CLAUDE_STALL_TIMEOUT": "-1m"}, "claude.stall_timeout", "-1m", "positive duration"},
 		{map[string]string{"CLAUDE_RELAY_BACKEND_URL": "ftp://x"}, "backend.url", "ftp://x", "http"},
 		{map[string]string{"CLAUDE_RELAY_SPOOL_MAX_BYTES": "lots"}, "spool.max_bytes", "lots", "512MiB"},
 		{map[string]string{"CLAUDE_RELAY_SERVE_ADDR": "nowhere"}, "serve.addr", "nowhere", "host:port"},

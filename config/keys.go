@@ -129,6 +129,11 @@ var keys = []key{
 		c.Claude.StartupTimeout = d
 		return err
 	}},
+	{name: "claude.stall_timeout", def: constant("5m"), apply: func(c *Config, raw any) error {
+		d, err := duration(raw)
+		c.Claude.StallTimeout = d
+		return err
+	}},
 	{name: "approvals.timeout", def: constant("10m"), apply: func(c *Config, raw any) error {
 		d, err := duration(raw)
 		c.Approvals.Timeout = d

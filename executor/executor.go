@@ -25,6 +25,17 @@ type Options struct {
 	SignalGap       time.Duration // between SIGINT, SIGTERM and SIGKILL (2s)
 	MaxLine         int           // longest stdout line accepted (ndjson.DefaultMax)
 
+	// The watchdog (CONTRACT §7). StallTimeout: a turn with no CLI output
+	// this long while no tool runs and no request of the CLI waits for us
+	// is stalled: EventStalled, then an interrupt (5m). StallGrace: a
+	// stalled turn still running this long after the interrupt gets the
+	// run killed as failed (30s). ExitGrace: a CLI still running this long
+	// after its final result (one-shot), or after its stdin was closed
+	// (keep-alive), is killed; its result stands (10s).
+	StallTimeout time.Duration
+	StallGrace   time.Duration
+	ExitGrace    time.Duration
+
 	Registry *proc.Registry // records live runs so a later start can kill what a crash left; nil: none
 	Logger   *slog.Logger
 }
@@ -46,6 +57,9 @@ func New(opts Options) *Executor {
 	def(&opts.ApprovalTimeout, 10*time.Minute)
 	def(&opts.InterruptGrace, 5*time.Second)
 	def(&opts.SignalGap, 2*time.Second)
+	def(&opts.StallTimeout, defaultStallTimeout)
+	def(&opts.StallGrace, defaultStallGrace)
+	def(&opts.ExitGrace, defaultExitGrace)
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = ndjson.DefaultMax
 	}

@@ -132,6 +132,7 @@ func (r *run) startTurn(line []byte, done chan<- error) {
 	r.lv.busy = true
 	r.lv.started++
 	r.stopIdle()
+	r.act.mark() // the turn's silence counts from its start
 	r.w.add(writeOp{
 		write: func() error { return r.peer.writeLine(line) },
 		done: func(err error) {
@@ -256,6 +257,9 @@ func (r *run) closeStdin() {
 	}
 	r.lv.closed = true
 	r.stopIdle()
+	// No turn runs (a run closes stdin only between turns): EOF should
+	// make the CLI exit.
+	r.expectExit()
 	r.w.add(writeOp{write: func() error { r.peer.close(); return nil }})
 }
 
@@ -266,6 +270,7 @@ func (r *run) onTurnsEnded() {
 	if r.lv.busy || r.lv.closed {
 		return
 	}
+	r.stallCleared()
 	if len(r.lv.queue) > 0 {
 		line := r.lv.queue[0]
 		r.lv.queue = r.lv.queue[1:]

@@ -44,6 +44,9 @@ type run struct {
 	handlers       sync.WaitGroup // control-request handlers
 	gotOutput      chan struct{}  // closed at the first stdout line
 	resultSeen     chan struct{}  // closed at the result line
+
+	act activity // the CLI's output and what it waits for, for the watchdog
+	wd  watchdog // the watchdog's timers, owned by the loop
 }
 
 // Run executes one request to its end and returns its Result, which is never
@@ -176,7 +179,8 @@ func (r *run) execute(ctx context.Context, start time.Time, program string, args
 	r.handlers.Wait()
 	// The reader is done: no control response can come any more.
 	r.peer.abandon(ErrNoAnswer)
-	return r.result(outcome)
+	res, err := r.result(outcome)
+	return r.watchdogResult(outcome, res, err)
 }
 
 // begin sends initialize, the permission mode and the prompt at once, as the
@@ -214,16 +218,19 @@ type outcome struct {
 }
 
 // supervise waits for the CLI to exit, enforcing the startup timeout and
-// turning a cancel into interrupt-then-signals. It is the run loop: it
-// reads Inputs and moves a keep-alive run from turn to turn.
+// the watchdog and turning a cancel into interrupt-then-signals. It is the
+// run loop: it reads Inputs and moves a keep-alive run from turn to turn.
 func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) outcome {
 	startup := time.NewTimer(r.e.opts.StartupTimeout)
 	defer startup.Stop()
 	defer r.stopIdle()
+	defer r.wd.stop()
 	gotOutput := r.gotOutput
-	var turnEnds <-chan struct{}
+	var turnEnds, resultSeen <-chan struct{}
 	if r.req.KeepAlive {
 		turnEnds = r.turns.c
+	} else {
+		resultSeen = r.resultSeen
 	}
 	for {
 		select {
@@ -231,6 +238,11 @@ func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) out
 			r.onInput(in, ok)
 		case <-turnEnds:
 			r.onTurnsEnded()
+		case <-resultSeen:
+			// A one-shot run's stdin is closed at its result: the CLI
+			// should exit now.
+			resultSeen = nil
+			r.expectExit()
 		case <-r.lv.idleC:
 			r.onIdle()
 		case st := <-exited:
@@ -238,6 +250,15 @@ func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) out
 		case <-gotOutput:
 			startup.Stop()
 			gotOutput = nil
+			r.watchStalls()
+		case <-r.wd.stallC:
+			r.onStallCheck()
+		case <-r.wd.graceC:
+			if r.onStallGrace() {
+				return outcome{state: r.kill(exited, r.e.opts.SignalGap)}
+			}
+		case <-r.wd.exitC:
+			return r.onExitGrace(exited)
 		case <-startup.C:
 			r.e.log.Warn("no output from the Claude CLI; killing it", "run_id", r.req.RunID, "timeout", r.e.opts.StartupTimeout)
 			return outcome{state: r.kill(exited, 0), timedOut: true}
@@ -376,17 +397,21 @@ func (r *run) readStdout(f io.Reader) {
 			close(r.gotOutput)
 		}
 		if err != nil {
+			r.act.mark()
 			r.obs.Event(Event{Kind: EventMalformed, RunID: r.req.RunID, Time: time.Now(), Line: bytes.Clone(line), Err: err})
 			continue
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			r.act.mark()
 			continue
 		}
 		msg, derr := streamjson.Decode(line)
 		if derr != nil {
+			r.act.mark()
 			r.obs.Event(Event{Kind: EventMalformed, RunID: r.req.RunID, Time: time.Now(), Line: bytes.Clone(line), Err: derr})
 			continue
 		}
+		r.act.saw(msg)
 		r.obs.Event(Event{Kind: EventLine, RunID: r.req.RunID, Time: time.Now(), Line: msg.Raw, Message: msg})
 		r.handle(msg)
 	}
@@ -434,8 +459,12 @@ func (r *run) handle(msg streamjson.Message) {
 // request is answered on its own goroutine; the reader never blocks on one.
 func (r *run) serve(cr *streamjson.ControlRequest) {
 	r.handlers.Add(1)
+	// Counted before the reader goes on, so the watchdog never sees the
+	// CLI idle while it waits for this answer.
+	r.act.serving(1)
 	go func() {
 		defer r.handlers.Done()
+		defer r.act.serving(-1)
 		var err error
 		switch req := cr.Request.(type) {
 		case *streamjson.CanUseToolRequest:

@@ -15,6 +15,7 @@ var (
 	ErrStartupTimeout = errors.New("the Claude CLI produced no output in time")
 	ErrNoResult       = errors.New("the Claude CLI exited without a result")
 	ErrBadRequest     = errors.New("invalid run request")
+	ErrStalled        = errors.New("stalled")
 )
 
 // Errors a live run's Input can be answered with (Input.Done).
@@ -123,6 +124,7 @@ const (
 	EventTurnCompleted                      // a keep_alive run's turn ended: Turn (1-based), TurnResult
 	EventSessionInfo                        // the CLI's initialize control_response payload (raw JSON object), once per run: SessionInfo
 	EventModeChanged                        // the permission mode changed (a confirmed set_mode, or the CLI reported a new one): Mode
+	EventStalled                            // the watchdog found a turn silent for StallTimeout and interrupts it: Text (the reason), Seconds
 )
 
 // Event is one thing that happened in a run, reported in order.
@@ -133,7 +135,8 @@ type Event struct {
 	Line    []byte             // EventLine, EventMalformed: the raw line (owned by the receiver)
 	Message streamjson.Message // EventLine
 	Err     error              // EventMalformed
-	Text    string             // EventStderr, EventLimitNotice
+	Text    string             // EventStderr, EventLimitNotice, EventStalled (the reason: "no output for 5m0s")
+	Seconds float64            // EventStalled: how long the CLI was silent (the stall timeout)
 	PID     int                // EventStarted
 	Argv    []string           // EventStarted
 	Turn    int                // EventTurnCompleted: 1-based
@@ -146,8 +149,10 @@ type Event struct {
 	Mode        streamjson.PermissionMode // EventModeChanged
 }
 
-// Observer receives a run's events from the run's reader goroutines, one at
-// a time and in order. It must return quickly: the CLI waits on our reading.
+// Observer receives a run's events from the run's reader goroutines (stdout
+// lines in order, stderr lines in order, the two concurrently) and
+// EventStalled from its loop. It must return quickly: the CLI waits on our
+// reading.
 type Observer interface {
 	Event(Event)
 }

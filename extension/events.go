@@ -54,6 +54,8 @@ func EventsOf(e relay.Event) []Event {
 		return []Event{sessionInfo(ev, e.Info)}
 	case relay.KindModeChanged:
 		ev.Event, ev.PermissionMode = EventModeChanged, e.Mode
+	case relay.KindStalled:
+		ev.Event, ev.Reason, ev.Seconds = EventStalled, e.Text, e.Seconds
 	case relay.KindError:
 		ev.Event, ev.RequestID, ev.Code, ev.Message = EventError, e.RequestID, CodeCLIRefused, e.Err.Error()
 	case relay.KindEnded:

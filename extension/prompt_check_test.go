@@ -1,10 +1,13 @@
 package extension
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claude-relay/claude-relay/executor"
 )
 
 // A prompt that cannot start is refused with an error naming the request,
@@ -66,5 +69,28 @@ func TestApprovalTitleIsTheWholeCommand(t *testing.T) {
 	req := h.waitEvent(EventApprovalRequested, "t")
 	if req.Title != "$ ls" || req.Message != "lists files" {
 		t.Errorf("approval_requested title %q message %q", req.Title, req.Message)
+	}
+}
+
+// stallExecutor reports a stall, then fails the run as stalled, as the
+// executor's watchdog does.
+type stallExecutor struct{}
+
+func (stallExecutor) Run(_ context.Context, req executor.Request, obs executor.Observer, _ executor.Approver) (*executor.Result, error) {
+	obs.Event(executor.Event{Kind: executor.EventStalled, RunID: req.RunID, Text: "no output for 5m0s", Seconds: 300})
+	reason := "stalled: no output from the Claude CLI for 5m0s"
+	return &executor.Result{Status: executor.StatusFailed, Reason: reason,
+		CommandResult: executor.CommandResult{Stderr: reason, ExitCode: 1}}, executor.ErrStalled
+}
+
+func TestStalledThenFailed(t *testing.T) {
+	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.Executor = stallExecutor{} })
+	h.prompt("st", "x", PromptOptions{})
+	st := h.waitEvent(EventStalled, "st")
+	if st.Reason != "no output for 5m0s" || st.Seconds != 300 {
+		t.Errorf("stalled %+v", st)
+	}
+	if end := h.waitEvent(EventRunFailed, "st"); !strings.HasPrefix(end.Reason, "stalled") {
+		t.Errorf("run_failed reason %q", end.Reason)
 	}
 }

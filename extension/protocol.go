@@ -106,6 +106,7 @@ const (
 	EventSessionInfo        = "session_info"
 	EventModeChanged        = "mode_changed"
 	EventPartial            = "partial"
+	EventStalled            = "stalled"
 	StateIdle, StateRunning = "idle", "executing"
 )
 
@@ -176,6 +177,9 @@ type Event struct {
 
 	// turn_completed
 	Turn int `json:"turn,omitempty"`
+
+	// stalled (reason is Reason)
+	Seconds float64 `json:"seconds,omitempty"`
 
 	// session_info (from the CLI's initialize response); mode_changed
 	Commands       json.RawMessage `json:"commands,omitempty"`

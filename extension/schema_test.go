@@ -518,7 +518,7 @@ func TestSchemaNamesEveryActionEventAndCode(t *testing.T) {
 	events := []string{EventReady, EventRunStarted, EventStream, EventApprovalRequested, EventApprovalCancelled,
 		EventRunCompleted, EventRunFailed, EventRunCancelled, EventLimitNotice, EventState, EventStatus,
 		EventTerminalCommand, EventError, EventSignal, EventAutoShutdown, EventShutdown,
-		EventTurnCompleted, EventSessionInfo, EventModeChanged, EventPartial}
+		EventTurnCompleted, EventSessionInfo, EventModeChanged, EventPartial, EventStalled}
 	codes := []string{CodeBadJSON, CodeUnknownAction, CodeMissingField, CodeBadValue, CodeLineTooLong, CodeUnknownRun,
 		CodeUnknownApprove, CodeShuttingDown, CodeRunConflict, CodeSpool, CodeAuth, CodeDeadLetter, CodeSpoolFull, CodeInternal,
 		CodeMalformedOutput, CodeCLINotFound, CodeNotLive, CodeCLIRefused}

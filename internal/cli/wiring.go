@@ -41,7 +41,7 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	}
 	e := executor.New(executor.Options{
 		CLIPath: info.path, BaseCommand: c.Claude.Command, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env,
-		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, ApprovalTimeout: c.Approvals.Timeout,
+		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, StallTimeout: c.Claude.StallTimeout, ApprovalTimeout: c.Approvals.Timeout,
 		Registry: &proc.Registry{Dir: filepath.Join(c.DataDir, "runs")}, Logger: a.log,
 	})
 	if rep, err := e.CleanupOrphans(dctx); err != nil || rep.Killed > 0 {

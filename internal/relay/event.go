@@ -26,6 +26,7 @@ const (
 	KindModeChanged                       // the permission mode changed: Mode
 	KindPartial                           // a token delta (partial messages): Line. Live only: never spooled
 	KindError                             // a request on a live run failed: RequestID, Err
+	KindStalled                           // the CLI went silent mid-turn (watchdog): Text, Seconds; an interrupt follows
 )
 
 // Event is one thing a run did, in the order it happened.
@@ -47,6 +48,7 @@ type Event struct {
 	Turn     int                // KindTurnCompleted: 1-based
 	Info     json.RawMessage    // KindSessionInfo
 	Mode     string             // KindModeChanged
+	Seconds  float64            // KindStalled: how long the CLI was silent
 
 	// Live is the number of live runs once this event is delivered, for
 	// KindStarted and KindEnded: front ends that show an idle/busy state

@@ -104,6 +104,8 @@ func (r *Run) Event(e executor.Event) {
 		if r.live != nil {
 			r.turnCompleted(e)
 		}
+	case executor.EventStalled:
+		r.event(Event{Kind: KindStalled, Text: e.Text, Seconds: e.Seconds})
 	case executor.EventSessionInfo:
 		r.event(Event{Kind: KindSessionInfo, Info: e.SessionInfo})
 	case executor.EventModeChanged:

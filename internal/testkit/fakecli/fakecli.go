@@ -55,6 +55,10 @@ const (
 	// of about 250 bytes as fast as it can, then an assistant line and a
 	// result. Output is flushed only when the buffer fills and at the end.
 	ModeFlood Mode = "flood"
+	// ModeNoExit runs normal turns but never exits: after stdin EOF it
+	// sleeps, stdout still open, until a signal kills it, as a CLI wedged
+	// after its final result would.
+	ModeNoExit Mode = "noexit"
 
 	// Sub-modes of ModeGrandchild: the process tree it spawns.
 	modeTreeChild Mode = "grandchild-child"

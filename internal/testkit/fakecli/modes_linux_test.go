@@ -321,6 +321,32 @@ func TestHang(t *testing.T) {
 	}
 }
 
+func TestNoExit(t *testing.T) {
+	p := start(t, fakecli.ModeNoExit, nil)
+	pid := p.cmd.Process.Pid
+	p.sendUser("hi")
+	p.expect("system")
+	p.expect("assistant")
+	checkSuccess(t, p.expect("result"), 1)
+	p.stdin.Close()
+	select {
+	case line, ok := <-p.lines:
+		t.Fatalf("want no more output and stdout open, got %q (open %v)", line, ok)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if !alive(pid) {
+		t.Fatal("the fake exited after stdin EOF; ModeNoExit must keep running")
+	}
+	// SIGINT is not ignored: the first signal of a kill ends it.
+	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var exit *exec.ExitError
+	if err := p.wait(); !errors.As(err, &exit) {
+		t.Fatalf("wait: %v, want an exit by signal", err)
+	}
+}
+
 func TestCrash(t *testing.T) {
 	p := start(t, fakecli.ModeCrash, nil)
 	p.sendUser("hi")

@@ -46,6 +46,10 @@ func run() int {
 		sleepForever()
 	case ModeNormal, ModeSlow:
 		f.turnFn = f.textTurn
+	case ModeNoExit:
+		f.turnFn = f.textTurn
+		f.serve()
+		sleepForever()
 	case ModeANSI:
 		writeANSI()
 		f.turnFn = f.textTurn

@@ -340,23 +340,8 @@ func (rb *realBench) agentSDK(b *testing.B) func(context.Context) (turnTimes, er
 		"SDKBENCH_SDK="+dir, "SDKBENCH_CLI="+rb.cli.Path, "SDKBENCH_CWD="+rb.cwd,
 		"SDKBENCH_PROMPT="+rb.prompt, "SDKBENCH_MAX_TURNS="+strconv.Itoa(benchMaxTurns))
 	return func(ctx context.Context) (turnTimes, error) {
-		cmd := exec.CommandContext(ctx, node, script)
-		cmd.Env, cmd.Dir, cmd.WaitDelay = env, rb.cwd, 5*time.Second
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return turnTimes{}, err
-		}
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			return turnTimes{}, err
-		}
-		t, failure := readSDKBench(stdout, start)
-		if err := cmd.Wait(); err != nil || failure != "" || t.result == 0 {
-			return t, fmt.Errorf("agent-sdk: exit %v, result seen %v: %s; stderr: %s", err, t.result > 0, failure, stderr.Bytes())
-		}
-		return t, nil
+		t, _, err := runSDKScript(ctx, node, script, rb.cwd, env, readSDKBench, func(t turnTimes) bool { return t.result > 0 })
+		return t, err
 	}
 }
 
@@ -465,4 +450,31 @@ func procStatusMB(field string) float64 {
 		}
 	}
 	return 0
+}
+
+// runSDKScript runs one of the Agent SDK bench scripts under node and reads
+// its milestone lines with read, timed from the start; done says whether
+// what it read is complete. It returns what was read and the wall time.
+func runSDKScript[T any](ctx context.Context, node, script, cwd string, env []string,
+	read func(io.Reader, time.Time) (T, string), done func(T) bool) (T, time.Duration, error) {
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env, cmd.Dir, cmd.WaitDelay = env, cwd, 5*time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var zero T
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return zero, 0, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return zero, 0, err
+	}
+	t, failure := read(stdout, start)
+	err = cmd.Wait()
+	wall := time.Since(start)
+	if err != nil || failure != "" || !done(t) {
+		return t, wall, fmt.Errorf("agent-sdk %s: exit %v, complete %v: %s; stderr: %s", filepath.Base(script), err, done(t), failure, stderr.Bytes())
+	}
+	return t, wall, nil
 }

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -364,25 +363,9 @@ func (rb *realBench) agentSDKThreeTurns(b *testing.B) func(context.Context) (con
 		"SDKBENCH_SDK="+dir, "SDKBENCH_CLI="+rb.cli.Path, "SDKBENCH_CWD="+rb.cwd,
 		"SDKBENCH_PROMPTS="+string(promptsJSON), "SDKBENCH_MAX_TURNS="+strconv.Itoa(benchMaxTurns))
 	return func(ctx context.Context) (convTimes, error) {
-		cmd := exec.CommandContext(ctx, node, script)
-		cmd.Env, cmd.Dir, cmd.WaitDelay = env, rb.cwd, 5*time.Second
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return convTimes{}, err
-		}
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			return convTimes{}, err
-		}
-		c, failure := readThreeTurns(stdout, start)
-		err = cmd.Wait()
-		c.wall = time.Since(start)
-		if err != nil || failure != "" {
-			return c, fmt.Errorf("agent-sdk: exit %v: %s; stderr: %s", err, failure, stderr.Bytes())
-		}
-		return c, nil
+		c, wall, err := runSDKScript(ctx, node, script, rb.cwd, env, readThreeTurns, func(convTimes) bool { return true })
+		c.wall = wall
+		return c, err
 	}
 }
 

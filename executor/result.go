@@ -44,6 +44,13 @@ func (a *aggregator) add(m streamjson.Message) {
 	}
 	switch {
 	case m.Assistant != nil:
+		// An error the CLI gave up on comes as a synthetic assistant message
+		// ("Not logged in · Please run /login"): the result's stderr says it
+		// in words a claude-relay user can act on, so it is no answer. A
+		// limit notice stays (seed 003: the run completes with it).
+		if e := m.Assistant.Error; e != "" && !limitText.MatchString(e) {
+			break
+		}
 		for _, b := range m.Assistant.Message.Blocks() {
 			if b.Type == streamjson.BlockText {
 				a.stdout.WriteString(b.Text)

@@ -51,3 +51,21 @@ func TestNoConversationFromAResultBeforeAnyTurn(t *testing.T) {
 		t.Errorf("conversation %q from a result after a turn", a.conversationID)
 	}
 }
+
+// The CLI's synthetic error message is not an answer: stderr says what to do.
+func TestSyntheticErrorIsNoAnswer(t *testing.T) {
+	var a aggregator
+	for _, line := range []string{
+		`{"type":"assistant","error":"authentication_failed","session_id":"s","message":{"role":"assistant","model":"<synthetic>","content":[{"type":"text","text":"Not logged in · Please run /login"}]}}`,
+		`{"type":"assistant","session_id":"s","message":{"role":"assistant","content":[{"type":"text","text":"a real answer"}]}}`,
+	} {
+		m, err := streamjson.Decode([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.add(m)
+	}
+	if got := strings.TrimSpace(a.stdout.String()); got != "a real answer" {
+		t.Errorf("stdout %q", got)
+	}
+}

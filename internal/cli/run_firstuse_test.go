@@ -266,3 +266,20 @@ func TestRunShowsAPIRetries(t *testing.T) {
 		t.Error("no retry line in the live view")
 	}
 }
+
+// A run that failed before the model answered has nothing to resume.
+func TestNoResumeHintForARunWithNothingToResume(t *testing.T) {
+	var out strings.Builder
+	v := newView(&App{Stdout: &out}, runOptions{}, "", nil)
+	v.final(extension.Event{Event: extension.EventRunFailed, SessionID: "s", ConversationID: "c",
+		Result: &extension.Result{ExitCode: 1, Stderr: "Not logged in: …"}, Usage: &extension.Usage{}})
+	if strings.Contains(out.String(), "resume:") || strings.Contains(out.String(), "conversation c") {
+		t.Errorf("resume hint for a failed run with no answer:\n%s", out.String())
+	}
+	out.Reset()
+	v.final(extension.Event{Event: extension.EventRunFailed, SessionID: "s", ConversationID: "c",
+		Result: &extension.Result{ExitCode: 1}, Usage: &extension.Usage{InputTokens: 5, OutputTokens: 2}})
+	if !strings.Contains(out.String(), "resume: claude-relay run --session s --resume c") {
+		t.Errorf("no resume hint for a failed run that had turns:\n%s", out.String())
+	}
+}

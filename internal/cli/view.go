@@ -329,7 +329,10 @@ func (v *view) final(ev extension.Event) {
 		fmt.Fprintln(out, "run cancelled")
 	}
 	fmt.Fprintln(out, figures(ev))
-	if ev.ConversationID != "" {
+	// A run that failed before the model answered anything left nothing to
+	// resume (a refused login, an unknown --resume).
+	nothing := ev.Event == extension.EventRunFailed && (ev.Usage == nil || ev.Usage.InputTokens+ev.Usage.OutputTokens == 0)
+	if ev.ConversationID != "" && !nothing {
 		fmt.Fprintf(out, "conversation %s\nresume: claude-relay run --session %s --resume %s 'next prompt'\n",
 			ev.ConversationID, ev.SessionID, ev.ConversationID)
 	}

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -75,6 +76,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
 	}
+	if err := enableWAL(ctx, w); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
 		_ = w.Close()
@@ -90,9 +95,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // dsn configures each connection: busy_timeout first (the driver applies it
-// before the other pragmas), WAL so readers and the writer do not block each
-// other, synchronous=NORMAL (durable at checkpoints, safe against corruption
-// in WAL mode), foreign keys, and IMMEDIATE transactions for the writer.
+// before the other pragmas), synchronous=NORMAL (durable at checkpoints, safe
+// against corruption in WAL mode), foreign keys, and IMMEDIATE transactions
+// for the writer. WAL is set once by enableWAL, not here.
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
@@ -101,10 +106,45 @@ func dsn(path string, readOnly bool) string {
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {
-		q.Add("_pragma", "journal_mode(WAL)")
 		q.Set("_txlock", "immediate")
 	}
 	return path + "?" + q.Encode()
+}
+
+// enableWAL switches the file to WAL, so readers and the writer do not block
+// each other; the mode is stored in the file. The switch needs the file to
+// itself and SQLite answers SQLITE_BUSY at once, without busy_timeout, while
+// another process holds it (several opening a new file together), so it is
+// retried here for as long as busy_timeout would wait.
+func enableWAL(ctx context.Context, w *sql.DB) error {
+	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		var mode string
+		err := w.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		switch {
+		case err == nil && strings.EqualFold(mode, "wal"):
+			return nil
+		case err == nil:
+			return fmt.Errorf("journal_mode is %q after asking for WAL (a file system without shared memory?)", mode)
+		case !isBusy(err) || time.Now().After(deadline):
+			return fmt.Errorf("enable WAL: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("enable WAL: %w", ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// isBusy reports SQLITE_BUSY (5) or SQLITE_LOCKED (6), with extended codes.
+func isBusy(err error) bool {
+	var c interface{ Code() int }
+	if !errors.As(err, &c) {
+		return false
+	}
+	code := c.Code() & 0xff
+	return code == 5 || code == 6
 }
 
 // Append implements store.Store.

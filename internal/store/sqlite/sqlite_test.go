@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -74,6 +75,20 @@ func TestMigrationsIdempotent(t *testing.T) {
 	defer s.Close()
 	if n, err := s.SchemaVersions(context.Background()); err != nil || len(n) != 1 || n[0] != 1 {
 		t.Errorf("schema_migrations = %v, %v; want [1]", n, err)
+	}
+	// The file header's read and write versions (bytes 18 and 19) are 2 in
+	// WAL mode: every concurrent opener saw the same mode.
+	head := make([]byte, 20)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.ReadFull(f, head); err != nil {
+		t.Fatal(err)
+	}
+	if head[18] != 2 || head[19] != 2 {
+		t.Errorf("file format versions %d/%d, want 2/2 (WAL)", head[18], head[19])
 	}
 }
 

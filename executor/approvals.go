@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 
@@ -18,10 +19,6 @@ const (
 	callbackStopGit  = "stop_git_check"
 )
 
-// readOnlyMatcher matches every tool but the read-only ones, which never
-// need approval (seed 000 §9).
-const readOnlyMatcher = "^(?!(Glob|Grep|NotebookRead|Read|Task|TodoWrite)$).*"
-
 // DenyPrefix starts the message a denied tool returns to the model (seed 000 §8).
 const DenyPrefix = "The user doesn't want to proceed with this tool use. " +
 	"The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). " +
@@ -30,37 +27,38 @@ const DenyPrefix = "The user doesn't want to proceed with this tool use. " +
 // TimeoutDenial is what the model hears when nobody answered in time.
 const TimeoutDenial = "The user did not answer the approval request in time, so this tool use was denied."
 
-// hooks is the initialize hooks configuration of a run. Without approvals we
-// register no PreToolUse hook: the CLI then asks can_use_tool only where its
-// own rules say so, and we allow everything.
+// Tools whose call is a question to the user, not an action: they go to the
+// Approver whatever Request.Approvals says (CONTRACT §7).
+const (
+	toolExitPlanMode    = "ExitPlanMode"
+	toolAskUserQuestion = "AskUserQuestion"
+)
+
+func asksUser(tool string) bool { return tool == toolExitPlanMode || tool == toolAskUserQuestion }
+
+// hooks is the initialize hooks configuration of a run. A PreToolUse hook
+// makes sure the plan and the user's questions reach can_use_tool. Other
+// tools are left to the CLI's own permission rules, which ask can_use_tool
+// for every call that is not read-only and not allowed by a rule or the
+// mode; with approvals the Approver decides those, and its allow_always can
+// apply the CLI's suggestions (a hook that says "ask" makes the CLI send
+// none).
 func hooks(req Request) map[string][]streamjson.HookMatcher {
-	h := map[string][]streamjson.HookMatcher{}
-	switch {
-	case req.PermissionMode == streamjson.PermissionModePlan:
-		// Plan mode: only leaving the plan needs a decision.
-		h["PreToolUse"] = []streamjson.HookMatcher{
-			{Matcher: "^ExitPlanMode$", HookCallbackIDs: []string{callbackApproval}},
-		}
-	case req.Approvals:
-		h["PreToolUse"] = []streamjson.HookMatcher{
-			{Matcher: readOnlyMatcher, HookCallbackIDs: []string{callbackApproval}},
-		}
+	h := map[string][]streamjson.HookMatcher{
+		"PreToolUse": {{Matcher: "^(" + toolExitPlanMode + "|" + toolAskUserQuestion + ")$", HookCallbackIDs: []string{callbackApproval}}},
 	}
 	if req.StopGitCheck {
 		h["Stop"] = []streamjson.HookMatcher{{Matcher: ".*", HookCallbackIDs: []string{callbackStopGit}}}
 	}
-	if len(h) == 0 {
-		return nil
-	}
 	return h
 }
 
-// hookAnswer answers a hook_callback. Approval hooks say "ask" so that the CLI
-// follows with can_use_tool, where the decision is made.
+// hookAnswer answers a hook_callback. The approval hook says "ask" so that
+// the CLI follows with can_use_tool, where the decision is made.
 func (r *run) hookAnswer(ctx context.Context, cb *streamjson.HookCallbackRequest) any {
 	switch cb.CallbackID {
 	case callbackApproval:
-		return streamjson.PreToolUseDecision(streamjson.HookDecisionAsk, "claude-relay asks for approval")
+		return streamjson.PreToolUseDecision(streamjson.HookDecisionAsk, "claude-relay asks the user")
 	case callbackStopGit:
 		in := cb.HookInput()
 		if in.StopHookActive || !r.uncommitted(ctx) {
@@ -81,34 +79,152 @@ func (r *run) uncommitted(ctx context.Context) bool {
 	return err == nil && len(strings.TrimSpace(string(out))) > 0
 }
 
-// decide answers a can_use_tool request.
+// decide answers a can_use_tool request. With nobody to ask, everything is
+// allowed (a plan into acceptEdits); otherwise the Approver decides tools
+// when approvals are on, and always decides plans and questions.
 func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUseToolRequest) streamjson.PermissionResult {
-	var updates []streamjson.PermissionUpdate
-	if c.ToolName == "ExitPlanMode" {
-		// An approved plan switches the session out of plan mode (seed 000 §8).
-		updates = append(updates, streamjson.SetModeUpdate(streamjson.PermissionModeBypassPermissions))
-	}
-	if !r.req.Approvals || r.approver == nil {
-		return streamjson.PermissionAllow(c.Input, updates...)
+	if r.approver == nil || !(r.asking.Load() || asksUser(c.ToolName)) {
+		res := allowed(c, Decision{Allow: true})
+		for _, u := range res.UpdatedPermissions {
+			r.observeMode(u.Mode)
+		}
+		return res
 	}
 	actx, cancel := context.WithTimeout(ctx, r.e.opts.ApprovalTimeout)
 	defer cancel()
 	r.trackApproval(requestID, cancel)
 	defer r.untrackApproval(requestID)
+	input := c.Input
+	if c.ToolName == toolExitPlanMode {
+		if plan := r.act.planInput(c.ToolUseID); plan != nil {
+			input = plan
+		}
+	}
 	d, err := r.approver.Approve(actx, ApprovalRequest{
 		RunID: r.req.RunID, ApprovalID: uuid.NewString(), ToolName: c.ToolName, DisplayName: c.DisplayName,
-		Input: c.Input, ToolUseID: c.ToolUseID, Description: c.Description, Suggestions: c.PermissionSuggestions,
+		Input: input, ToolUseID: c.ToolUseID, Description: c.Description, Suggestions: c.PermissionSuggestions,
 	})
 	switch {
 	case err == nil && d.Allow:
-		return streamjson.PermissionAllow(orEmpty(c.Input), updates...)
+		res := allowed(c, d)
+		if c.ToolName == toolExitPlanMode && d.Mode == streamjson.PermissionModeDefault {
+			// "Ask for each edit": from now on the user decides.
+			r.asking.Store(true)
+		}
+		for _, u := range res.UpdatedPermissions {
+			// Known now, before the CLI reports it: the next hook must
+			// see the plan's mode.
+			r.observeMode(u.Mode)
+		}
+		if d.Always {
+			res.UpdatedPermissions = append(res.UpdatedPermissions, r.grant(c)...)
+		}
+		return res
+	case err == nil && c.ToolName == toolExitPlanMode:
+		r.noteStop(d.Interrupt, "the plan was sent back and the turn stopped", false)
+		return streamjson.PermissionDeny(KeepPlanningPrefix+orDefault(d.Reason, "revise the plan"), d.Interrupt)
 	case err == nil:
-		return streamjson.PermissionDeny(DenyPrefix+d.Reason, false)
+		r.noteStop(d.Interrupt, fmt.Sprintf("%s was denied and the turn stopped", c.ToolName), false)
+		return streamjson.PermissionDeny(DenyPrefix+d.Reason, d.Interrupt)
 	case errors.Is(err, context.DeadlineExceeded):
-		return streamjson.PermissionDeny(TimeoutDenial, false)
+		// Interrupted too: denied alone, the model tends to ask again, and
+		// nobody is there to answer (CONTRACT §7).
+		r.noteStop(true, fmt.Sprintf("nobody answered the approval for %s within %s (approvals.timeout), so it was denied and the turn stopped",
+			c.ToolName, r.e.opts.ApprovalTimeout), true)
+		return streamjson.PermissionDeny(TimeoutDenial, true)
 	default:
 		return streamjson.PermissionDeny(DenyPrefix+"the approval request was cancelled", false)
 	}
+}
+
+// noteStop remembers why an approval stopped the turn, so that the run's
+// end says so instead of the CLI's "error during execution".
+func (r *run) noteStop(interrupt bool, why string, timedOut bool) {
+	if !interrupt {
+		return
+	}
+	r.mu.Lock()
+	r.approvalStop = approvalStop{why: why, timedOut: timedOut}
+	r.mu.Unlock()
+}
+
+// approvalStop is why an approval's deny stopped the turn.
+type approvalStop struct {
+	why      string
+	timedOut bool // nobody answered; else the user chose to stop
+}
+
+// KeepPlanningPrefix starts what the model hears when the user sends a plan
+// back.
+const KeepPlanningPrefix = "The user did not approve the plan yet and wants you to keep planning. The user said: "
+
+// allowed is the allow answer for d: the edited input or the answers when
+// given, and for a plan the mode to leave plan mode into.
+func allowed(c *streamjson.CanUseToolRequest, d Decision) streamjson.PermissionResult {
+	input := orEmpty(c.Input)
+	if len(d.UpdatedInput) > 0 {
+		input = d.UpdatedInput
+	}
+	if len(d.Answers) > 0 {
+		input = withAnswers(input, d.Answers)
+	}
+	var updates []streamjson.PermissionUpdate
+	if c.ToolName == toolExitPlanMode {
+		mode := d.Mode
+		if mode == "" {
+			mode = streamjson.PermissionModeAcceptEdits
+		}
+		updates = append(updates, streamjson.SetModeUpdate(mode))
+	}
+	return streamjson.PermissionAllow(input, updates...)
+}
+
+// withAnswers adds AskUserQuestion's answers to its input, where the CLI
+// reads them (question text → answer).
+func withAnswers(input json.RawMessage, answers map[string]string) json.RawMessage {
+	fields := map[string]json.RawMessage{}
+	_ = json.Unmarshal(input, &fields) // not an object: the answers alone
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return input
+	}
+	fields["answers"] = b
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return input
+	}
+	return out
+}
+
+// grant turns the CLI's suggestions into this run's permissions, each for
+// the session only: a suggestion may name a settings file, and an answer in
+// one run should not rewrite the user's settings. Without suggestions, the
+// tool itself (or, for Bash, the exact command) is granted.
+func (r *run) grant(c *streamjson.CanUseToolRequest) []streamjson.PermissionUpdate {
+	updates := c.Suggestions()
+	if len(updates) == 0 {
+		rule := streamjson.PermissionRuleValue{ToolName: c.ToolName}
+		var in struct {
+			Command string `json:"command"`
+		}
+		if c.ToolName == "Bash" && json.Unmarshal(c.Input, &in) == nil && in.Command != "" {
+			rule.RuleContent = in.Command
+		}
+		updates = []streamjson.PermissionUpdate{{Type: streamjson.UpdateAddRules, Rules: []streamjson.PermissionRuleValue{rule},
+			Behavior: streamjson.BehaviorAllow}}
+	}
+	for i := range updates {
+		updates[i].Destination = streamjson.DestinationSession
+		r.observeMode(updates[i].Mode)
+	}
+	return updates
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
 }
 
 func orEmpty(in json.RawMessage) json.RawMessage {
@@ -138,4 +254,20 @@ func (r *run) cancelApprovalByID(id string) {
 	if cancel != nil {
 		cancel()
 	}
+}
+
+func (r *run) stoppedBy() approvalStop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.approvalStop
+}
+
+// takeStop is stoppedBy for one turn of a live run: the next turn starts
+// clean.
+func (r *run) takeStop() approvalStop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.approvalStop
+	r.approvalStop = approvalStop{}
+	return s
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/proc"
-	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 )
 
@@ -280,15 +279,14 @@ func TestApprovalsWithFakeCLI(t *testing.T) {
 }
 
 func TestHooksConfiguration(t *testing.T) {
-	if h := hooks(Request{}); h != nil {
-		t.Errorf("no approvals: no hooks, got %v", h)
+	// The hook only makes sure the plan and the user's questions ask; the
+	// CLI's own rules ask for the rest.
+	if h := hooks(Request{}); len(h) != 1 || h["PreToolUse"][0].Matcher != "^(ExitPlanMode|AskUserQuestion)$" {
+		t.Errorf("no approvals: %v", h)
 	}
 	h := hooks(Request{Approvals: true, StopGitCheck: true})
-	if h["PreToolUse"][0].Matcher != readOnlyMatcher || h["Stop"][0].HookCallbackIDs[0] != callbackStopGit {
+	if h["PreToolUse"][0].Matcher != "^(ExitPlanMode|AskUserQuestion)$" || h["Stop"][0].HookCallbackIDs[0] != callbackStopGit {
 		t.Errorf("hooks %+v", h)
-	}
-	if h := hooks(Request{PermissionMode: streamjson.PermissionModePlan}); h["PreToolUse"][0].Matcher != "^ExitPlanMode$" {
-		t.Errorf("plan hooks %+v", h)
 	}
 }
 

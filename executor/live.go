@@ -321,6 +321,14 @@ func (r *run) stopIdle() {
 func (r *run) turnEnded() {
 	res := r.agg.endTurn()
 	turn := r.agg.results
+	if stop := r.takeStop(); stop.why != "" && res.Status == StatusFailed {
+		// The CLI calls the turn an approval stopped an error during
+		// execution; say what happened.
+		res.Reason, res.Stderr = stop.why, stop.why
+		if !stop.timedOut {
+			res.Status, res.ExitCode = StatusCancelled, 130
+		}
+	}
 	if res.LimitNotice != "" {
 		r.obs.Event(Event{Kind: EventLimitNotice, RunID: r.req.RunID, Time: time.Now(), Text: res.LimitNotice})
 	}
@@ -402,7 +410,7 @@ func (r *run) currentMode() streamjson.PermissionMode {
 // decides. Leaving plan mode (ExitPlanMode) and asking the user a question
 // stay allowed.
 func (r *run) planModeDenial(c *streamjson.CanUseToolRequest) (streamjson.PermissionResult, bool) {
-	if r.currentMode() != streamjson.PermissionModePlan || (r.req.Approvals && r.approver != nil) {
+	if r.currentMode() != streamjson.PermissionModePlan || (r.asking.Load() && r.approver != nil) {
 		return streamjson.PermissionResult{}, false
 	}
 	switch c.ToolName {

@@ -29,6 +29,12 @@ type liveRun struct {
 
 func startLive(t *testing.T, env *realEnv, req Request) *liveRun {
 	t.Helper()
+	return startLiveWith(t, env, req, nil)
+}
+
+// startLiveWith is startLive with an Approver.
+func startLiveWith(t *testing.T, env *realEnv, req Request, approver Approver) *liveRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	lr := &liveRun{t: t, in: make(chan Input, 8), rec: &recorder{}, stop: cancel, done: make(chan struct{})}
 	req.Cwd, req.Inputs = env.cwd, lr.in
@@ -37,7 +43,7 @@ func startLive(t *testing.T, env *realEnv, req Request) *liveRun {
 	}
 	go func() {
 		defer close(lr.done)
-		lr.res, lr.err = env.e.Run(ctx, req, lr.rec, nil)
+		lr.res, lr.err = env.e.Run(ctx, req, lr.rec, approver)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -104,10 +104,13 @@ func TestRealApprovals(t *testing.T) {
 		approver   Approver
 		wantFile   bool
 		wantResult string // in the tool_result the model received
+		wantStatus Status
 	}{
-		{"allow", allow, true, ""},
-		{"deny", deny, false, "no writes today"},
-		{"timeout", hang, false, "did not answer the approval request in time"},
+		{"allow", allow, true, "", StatusCompleted},
+		{"deny", deny, false, "no writes today", StatusCompleted},
+		// A timed-out approval also stops the turn (so no request tells the
+		// model), and the run says why.
+		{"timeout", hang, false, "", StatusFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,8 +125,11 @@ func TestRealApprovals(t *testing.T) {
 				mu.Unlock()
 				return tt.approver.Approve(ctx, r)
 			}))
-			if res.Status != StatusCompleted {
+			if res.Status != tt.wantStatus {
 				t.Fatalf("result %+v", res)
+			}
+			if tt.wantStatus == StatusFailed && !strings.Contains(res.Reason, "nobody answered the approval for Write within 1s") {
+				t.Errorf("reason %q", res.Reason)
 			}
 			mu.Lock()
 			if len(asked) != 1 || asked[0].ToolName != "Write" || asked[0].ToolUseID == "" {

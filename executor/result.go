@@ -2,6 +2,7 @@ package executor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -182,6 +183,17 @@ func (r *run) result(o outcome) (*Result, error) {
 		// Each turn's error or limit was its own turn's, told with it; the
 		// run ends as it was asked to (or as the CLI died).
 		return r.liveResult(res)
+	case a.result != nil && a.result.IsError && r.stoppedBy().why != "":
+		// The CLI calls a turn an approval stopped an error during
+		// execution; the user stopped it, or nobody answered.
+		stop := r.stoppedBy()
+		if stop.timedOut {
+			res.Status, res.ExitCode, res.Reason = StatusFailed, 1, stop.why
+			res.Stderr = stop.why
+			return res, errors.New(stop.why)
+		}
+		res.Status, res.ExitCode, res.Reason, res.Stderr = StatusCancelled, 130, stop.why, "Cancelled: "+stop.why
+		return res, nil
 	case a.limitNotice != "":
 		// Seed 003: hitting a limit ends the run as a completion, not a failure.
 		res.Status, res.ExitCode = StatusCompleted, 0

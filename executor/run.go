@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,9 +32,11 @@ type run struct {
 	agg      aggregator
 	stderr   tail
 
-	mu        sync.Mutex
-	approvals map[string]context.CancelFunc // pending can_use_tool, by control request ID
-	mode      streamjson.PermissionMode     // as the CLI last reported or confirmed it; "" until then
+	mu           sync.Mutex
+	approvals    map[string]context.CancelFunc // pending can_use_tool, by control request ID
+	approvalStop approvalStop                  // an approval's deny stopped the turn
+	asking       atomic.Bool                   // the Approver decides tools: Approvals, or a plan approved into default
+	mode         streamjson.PermissionMode     // as the CLI last reported or confirmed it; "" until then
 
 	lv    liveLoop     // turns and Inputs, owned by the loop (supervise)
 	turns *turnSignal  // results, from the stdout reader to the loop
@@ -81,6 +84,7 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 	r := &run{e: e, req: req, obs: obs, approver: approver,
 		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}),
 		lv: liveLoop{inputs: req.Inputs, busy: true, started: 1}, turns: newTurnSignal(), w: newStdinWriter()}
+	r.asking.Store(req.Approvals)
 	r.approvalCtx, r.cancelApproval = context.WithCancel(context.Background())
 	defer r.cancelApproval()
 	res, err := r.execute(ctx, start, program, args, env)

@@ -177,7 +177,20 @@ type ApprovalRequest struct {
 
 // Decision answers an ApprovalRequest.
 type Decision struct {
-	Allow  bool
+	Allow bool
+	// Always (with Allow) grants the request's Suggestions for the rest of
+	// the run, so the same call is not asked again.
+	Always bool
+	// Mode (with Allow, for a plan) is the mode the session leaves plan mode
+	// into; acceptEdits when empty.
+	Mode streamjson.PermissionMode
+	// UpdatedInput (with Allow) replaces the tool's input: an edited command.
+	UpdatedInput json.RawMessage
+	// Answers (with Allow, for AskUserQuestion): question text → answer.
+	Answers map[string]string
+	// Interrupt (with a deny) stops the turn too.
+	Interrupt bool
+	// Reason (with a deny) is told to the model.
 	Reason string
 }
 

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -30,9 +31,9 @@ const (
 // the loop.
 type activity struct {
 	mu      sync.Mutex
-	last    time.Time           // the last stdout line, turn start or answer we gave
-	tools   map[string]struct{} // tool_use IDs whose tool_result has not been seen
-	waiting int                 // control requests of the CLI we have not answered yet
+	last    time.Time                  // the last stdout line, turn start or answer we gave
+	tools   map[string]json.RawMessage // tool_use IDs whose tool_result has not been seen; a plan's input
+	waiting int                        // control requests of the CLI we have not answered yet
 }
 
 // mark records that the CLI has reason to be busy from now on: a line it
@@ -60,9 +61,15 @@ func (a *activity) saw(msg streamjson.Message) {
 	a.last = time.Now()
 	for _, u := range uses {
 		if a.tools == nil {
-			a.tools = map[string]struct{}{}
+			a.tools = map[string]json.RawMessage{}
 		}
-		a.tools[u.ID] = struct{}{}
+		var input json.RawMessage
+		if u.Name == toolExitPlanMode {
+			// can_use_tool sends the plan's input empty; the plan is
+			// shown from here.
+			input = u.Input
+		}
+		a.tools[u.ID] = input
 	}
 	for _, r := range results {
 		delete(a.tools, r.ToolUseID)
@@ -71,6 +78,13 @@ func (a *activity) saw(msg streamjson.Message) {
 		// The turn is over: a tool it interrupted gets no tool_result.
 		clear(a.tools)
 	}
+}
+
+// planInput is the model's input to the running ExitPlanMode call id.
+func (a *activity) planInput(id string) json.RawMessage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tools[id]
 }
 
 // serving counts a control request of the CLI in (+1) or answered (-1):

@@ -39,8 +39,13 @@ type Command struct {
 	Prompt        *string       `json:"prompt,omitempty"` // a pointer: missing differs from blank
 	Options       PromptOptions `json:"options,omitzero"`
 	ApprovalID    string        `json:"approval_id,omitempty"`
-	Decision      string        `json:"decision,omitempty"` // allow or deny
-	Reason        string        `json:"reason,omitempty"`
+	// approve: Decision is one of the approval's options; the rest as
+	// relay.Reply says.
+	Decision     string          `json:"decision,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	Answers      json.RawMessage `json:"answers,omitempty"`
+	Interrupt    bool            `json:"interrupt,omitempty"`
 	// send: the follow-up's content blocks, beside or instead of prompt.
 	Content []content.Block `json:"content,omitempty"`
 	// set_mode, set_model

@@ -10,13 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/relay"
@@ -265,17 +265,21 @@ func (s *Server) approve(cmd Command) {
 		s.emitError(cmd.RequestID, CodeMissingField, "missing field: approval_id")
 		return
 	}
-	var d executor.Decision
-	switch cmd.Decision {
-	case "allow":
-		d.Allow = true
-	case "deny":
-		d.Reason = cmd.Reason
-	default:
-		s.emitError(cmd.RequestID, CodeBadValue, fmt.Sprintf("decision %q (allowed: allow, deny)", cmd.Decision))
+	if cmd.Decision == "" {
+		s.emitError(cmd.RequestID, CodeMissingField, "missing field: decision (one of the approval's options, e.g. allow or deny)")
 		return
 	}
-	if err := s.core.Answer(cmd.RunID, cmd.ApprovalID, d, "extension"); err != nil {
+	if !slices.Contains(relay.Decisions, cmd.Decision) {
+		s.emitError(cmd.RequestID, CodeBadValue, fmt.Sprintf("decision %q (allowed: %s; each approval_requested lists its options)",
+			cmd.Decision, strings.Join(relay.Decisions, ", ")))
+		return
+	}
+	err := s.core.Answer(cmd.RunID, cmd.ApprovalID, relay.Reply{Decision: cmd.Decision, Reason: cmd.Reason,
+		UpdatedInput: cmd.UpdatedInput, Answers: cmd.Answers, Interrupt: cmd.Interrupt, By: "extension"})
+	switch {
+	case errors.Is(err, relay.ErrBadReply):
+		s.emitError(cmd.RequestID, CodeBadValue, err.Error())
+	case err != nil:
 		s.emitError(cmd.RequestID, CodeUnknownApprove, err.Error())
 	}
 }

@@ -349,6 +349,27 @@ func TestApprovalsRoundTrip(t *testing.T) {
 	// A wrong run_id does not find the approval.
 	h.cmd(Command{Action: ActionApprove, RequestID: "wrong-run", RunID: "a2", ApprovalID: req1.ApprovalID, Decision: "allow"})
 	h.waitError(CodeUnknownApprove, "wrong-run")
+	if req1.Kind != "tool" || !slices.Equal(req1.Options, []string{"allow", "allow_always", "deny"}) {
+		t.Errorf("kind %q options %v", req1.Kind, req1.Options)
+	}
+	// Answers that do not fit are errors, and the approval stays pending.
+	for id, bad := range map[string]Command{
+		"no-decision":   {},
+		"not-an-option": {Decision: "keep_planning"},
+		"input-array":   {Decision: "allow", UpdatedInput: json.RawMessage(`["ls"]`)},
+		"answers-tool":  {Decision: "allow", Answers: json.RawMessage(`{"Which?":"A"}`)},
+		"interrupt":     {Decision: "allow", Interrupt: true},
+	} {
+		bad.Action, bad.RequestID, bad.ApprovalID = ActionApprove, id, req1.ApprovalID
+		h.cmd(bad)
+		code := CodeBadValue
+		if id == "no-decision" {
+			code = CodeMissingField
+		}
+		if e := h.waitError(code, id); !strings.Contains(e.Message, "decision") && !strings.Contains(e.Message, "still pending") {
+			t.Errorf("%s: %q", id, e.Message)
+		}
+	}
 
 	h.cmd(Command{Action: ActionApprove, RequestID: "yes", RunID: "a1", ApprovalID: req1.ApprovalID, Decision: "allow"})
 	h.cmd(Command{Action: ActionApprove, RequestID: "no", ApprovalID: req2.ApprovalID, Decision: "deny", Reason: "not today"})

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,13 +238,21 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 		return err
 	}
 	var ask *ttyAsker
-	if o.approvals {
+	switch {
+	case o.approvals:
 		var err error
 		if ask, err = openTTY(); err != nil {
 			return fmt.Errorf("%w: %w (%w): run it in a terminal, or let an editor answer approvals through "+
 				"`claude-relay extension` (approval_requested / approve)", errUsage, errNoTTY, err)
 		}
 		defer ask.Close()
+	case isTerminal(a.Stdin) && isTerminal(a.Stdout):
+		// Plans and the model's questions ask whatever --approvals says;
+		// on a terminal there is someone to ask.
+		if t, err := openTTY(); err == nil {
+			ask = t
+			defer ask.Close()
+		}
 	}
 	h, err := a.newHelper(context.WithoutCancel(ctx), true)
 	if err != nil {
@@ -389,27 +396,3 @@ func isTerminal(w any) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
-
-// ttyAsker asks questions on the controlling terminal, which works even
-// when stdin carries the prompt and stdout is piped.
-type ttyAsker struct {
-	f *os.File
-	r *bufio.Reader
-}
-
-func openTTY() (*ttyAsker, error) {
-	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	return &ttyAsker{f: f, r: bufio.NewReader(f)}, nil
-}
-
-// ask prints question and returns the answer's line, trimmed and lower-case.
-func (t *ttyAsker) ask(question string) string {
-	fmt.Fprint(t.f, question)
-	line, _ := t.r.ReadString('\n')
-	return strings.ToLower(strings.TrimSpace(line))
-}
-
-func (t *ttyAsker) Close() error { return t.f.Close() }

@@ -225,12 +225,12 @@ func TestApprovalQuestionShowsWhatWillRun(t *testing.T) {
 	long := "echo harmless-looking-prefix " + strings.Repeat("x", 200) + " && rm -rf /tmp/victim"
 	q := approvalQuestion(extension.Event{ToolName: "Bash", Title: "$ " + long + " — Run echo harmless-looking-prefix",
 		Input: json.RawMessage(`{"command":"` + long + `"}`)})
-	if want := "? $ " + long + " — Run echo harmless-looking-prefix\nAllow Bash? [y/N] "; q != want {
+	if want := "? $ " + long + " — Run echo harmless-looking-prefix\n"; q != want {
 		t.Errorf("question\n%q\nwant\n%q", q, want)
 	}
 	q = approvalQuestion(extension.Event{ToolName: "Edit",
 		Input: json.RawMessage(`{"file_path":"/w/a.go","old_string":"x := 1","new_string":"x := 2"}`)})
-	if want := "? Edit /w/a.go\n  -x := 1\n  +x := 2\nAllow Edit? [y/N] "; q != want {
+	if want := "? Edit /w/a.go\n  -x := 1\n  +x := 2\n"; q != want {
 		t.Errorf("question\n%q\nwant\n%q", q, want)
 	}
 }

@@ -19,10 +19,16 @@ import (
 // the returned file once the run ends.
 func ttyRun(t *testing.T, cli *realcli.CLI, api *mockapi.Server, cwd string, args ...string) (*tmux.Session, string) {
 	t.Helper()
+	return ttyRunEnv(t, cli, api, cwd, nil, args...)
+}
+
+// ttyRunEnv is ttyRun with more environment variables.
+func ttyRunEnv(t *testing.T, cli *realcli.CLI, api *mockapi.Server, cwd string, env []string, args ...string) (*tmux.Session, string) {
+	t.Helper()
 	exitFile := filepath.Join(t.TempDir(), "exit")
 	var b strings.Builder
 	b.WriteString("cd " + tmux.Quote(cwd) + " && env -i")
-	for _, kv := range append(helperEnv(t, cli, api), "TERM=xterm-256color") {
+	for _, kv := range append(append(helperEnv(t, cli, api), "TERM=xterm-256color"), env...) {
 		b.WriteString(" " + tmux.Quote(kv))
 	}
 	b.WriteString(" " + tmux.Quote(os.Args[0]) + " run")

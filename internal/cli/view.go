@@ -7,12 +7,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/tooltitle"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // view shows a run: its protocol events with --json, a live view on a
@@ -199,7 +199,11 @@ func (v *view) render(ev extension.Event) {
 			where = " · events: " + v.dashboard + "/sessions/" + ev.SessionID
 		}
 		v.line(fmt.Sprintf("run %s started in %s%s", short(ev.RunID), ev.Cwd, where))
-		if !v.o.approvals {
+		switch {
+		case v.o.approvals:
+		case v.o.permissionMode == string(streamjson.PermissionModePlan):
+			v.line("plan mode: nothing changes until you approve the plan; then tools run without asking (--approvals asks first)")
+		default:
 			v.line("tools run without asking (auto-allowed); --approvals asks first")
 		}
 	case extension.EventStream:
@@ -216,7 +220,7 @@ func (v *view) render(ev extension.Event) {
 				title, _ := tooltitle.Of(tu.Name, tu.Input)
 				v.setStatus(title)
 				mark := ""
-				if !v.o.approvals {
+				if v.autoAllows(tu.Name) {
 					mark = "  (auto-allowed)"
 				}
 				v.line(indent("● ", "  ", tooltitle.Full(tu.Name, tu.Input)) + mark)
@@ -326,7 +330,11 @@ func (v *view) final(ev extension.Event) {
 	case extension.EventRunFailed:
 		fmt.Fprintf(out, "run failed (exit %d): %s\n", ev.Result.ExitCode, firstLine(ev.Result.Stderr))
 	case extension.EventRunCancelled:
-		fmt.Fprintln(out, "run cancelled")
+		if ev.Reason != "" {
+			fmt.Fprintf(out, "run cancelled: %s\n", ev.Reason)
+		} else {
+			fmt.Fprintln(out, "run cancelled")
+		}
 	}
 	fmt.Fprintln(out, figures(ev))
 	// A run that failed before the model answered anything left nothing to
@@ -345,34 +353,42 @@ func (v *view) final(ev extension.Event) {
 	}
 }
 
-// approve answers an approval request with y/n on the terminal. runRun
-// refuses --approvals without a terminal, so ask is set whenever the CLI can
-// ask; without it (never expected) the tool is denied, never allowed.
+// autoAllows reports whether a tool call runs without asking anyone: not
+// with --approvals, not in plan mode, never a plan or a question.
+func (v *view) autoAllows(tool string) bool {
+	return !v.o.approvals && v.o.permissionMode != string(streamjson.PermissionModePlan) &&
+		tool != "ExitPlanMode" && tool != "AskUserQuestion"
+}
+
+// approve answers an approval request on the terminal. runRun refuses
+// --approvals without a terminal, but plans and questions ask whatever
+// --approvals says: without a terminal they are sent back, never approved.
 func (v *view) approve(ev extension.Event) {
-	answer := func(allow bool, reason string) {
+	answer := func(rep relay.Reply) {
+		rep.By = "tty"
 		// A gone approval (cancelled, timed out) needs no answer.
-		_ = v.core.Answer(ev.RunID, ev.ApprovalID, executor.Decision{Allow: allow, Reason: reason}, "tty")
+		_ = v.core.Answer(ev.RunID, ev.ApprovalID, rep)
 	}
 	if v.ask == nil {
-		answer(false, "no terminal to ask on")
+		const why = "nobody can answer here: claude-relay run has no terminal to ask on"
+		what := map[string]string{wire.ApprovalPlan: "the plan", wire.ApprovalQuestion: "the model's question"}[ev.Kind]
+		v.line(fmt.Sprintf("%s was not approved: this run has no terminal to ask on (run it in a terminal, or answer through `claude-relay extension`)",
+			firstNonBlank(what, ev.ToolName)))
+		if ev.Kind == wire.ApprovalPlan {
+			answer(relay.Reply{Decision: relay.DecisionKeepPlanning, Reason: why})
+		} else {
+			answer(relay.Reply{Decision: relay.DecisionDeny, Reason: why})
+		}
 		return
 	}
 	v.mu.Lock()
 	v.spinning = false
 	v.clear()
 	v.mu.Unlock()
-	question := approvalQuestion(ev)
 	// Ask on a goroutine: events (a cancel, the approval's own timeout) must
 	// keep flowing while the question waits. Its answer to a gone approval
 	// is an unknown_approval error, which is harmless.
-	go func() {
-		switch v.ask.ask(question) {
-		case "y", "yes":
-			answer(true, "")
-		default:
-			answer(false, "denied at the claude-relay run prompt")
-		}
-	}()
+	go func() { answer(v.ask.decide(ev)) }()
 }
 
 // diffLines is how much of a file change the approval question shows.
@@ -391,7 +407,6 @@ func approvalQuestion(ev extension.Event) string {
 	if d := tooltitle.Diff(ev.ToolName, ev.Input, diffLines); d != "" {
 		b.WriteString(indent("  ", "  ", d) + "\n")
 	}
-	fmt.Fprintf(&b, "Allow %s? [y/N] ", ev.ToolName)
 	return b.String()
 }
 

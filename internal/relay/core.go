@@ -290,16 +290,17 @@ func (c *Core) Cancel(runID string) error {
 var ErrUnknownApproval = errors.New("no pending approval")
 
 // Answer decides a pending approval; runID, when set, narrows the search.
-// by names who decided (extension, tty, dashboard), for the backend's record.
-func (c *Core) Answer(runID, approvalID string, d executor.Decision, by string) error {
+// A reply that does not fit the approval is an ErrBadReply and leaves it
+// pending.
+func (c *Core) Answer(runID, approvalID string, rep Reply) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id, r := range c.runs {
 		if runID != "" && id != runID {
 			continue
 		}
-		if r.answer(approvalID, d, by) {
-			return nil
+		if found, err := r.answer(approvalID, rep); found {
+			return err
 		}
 	}
 	return fmt.Errorf("%w %q (answered, timed out or cancelled?)", ErrUnknownApproval, approvalID)

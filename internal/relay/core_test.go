@@ -194,13 +194,27 @@ func TestApprovalsThroughTheCore(t *testing.T) {
 		if e.Approval.Title != "$ rm -rf x — tidy" {
 			t.Errorf("title %q", e.Approval.Title)
 		}
-		if err := c.Answer("other-run", e.Approval.ID, executor.Decision{Allow: true}, "test"); !errors.Is(err, ErrUnknownApproval) {
+		if err := c.Answer("other-run", e.Approval.ID, Reply{Decision: DecisionAllow, By: "test"}); !errors.Is(err, ErrUnknownApproval) {
 			t.Errorf("answer on another run: %v", err)
 		}
-		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}, "test"); err != nil {
+		// Replies that do not fit are refused, and the approval stays
+		// pending for the one that does.
+		for _, bad := range []Reply{
+			{Decision: DecisionAcceptEdits},
+			{Decision: "yes"},
+			{Decision: DecisionAllow, UpdatedInput: json.RawMessage(`"rm -rf /"`)},
+			{Decision: DecisionDeny, UpdatedInput: json.RawMessage(`{"command":"ls"}`)},
+			{Decision: DecisionAllow, Answers: json.RawMessage(`{"Which?":"A"}`)},
+			{Decision: DecisionAllow, Interrupt: true},
+		} {
+			if err := c.Answer(e.RunID, e.Approval.ID, bad); !errors.Is(err, ErrBadReply) || !strings.Contains(err.Error(), "still pending") {
+				t.Errorf("%+v: %v", bad, err)
+			}
+		}
+		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: "test"}); err != nil {
 			t.Error(err)
 		}
-		if err := c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}, "test"); !errors.Is(err, ErrUnknownApproval) {
+		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: "test"}); !errors.Is(err, ErrUnknownApproval) {
 			t.Errorf("second answer: %v", err)
 		}
 	}
@@ -272,10 +286,10 @@ func TestApprovalEventsAreSpooled(t *testing.T) {
 	defer c.Close()
 	rec := newRecorder(t, spool)
 	rec.onApp = func(e Event) {
-		if e.Approval.Kind != wire.ApprovalTool || !slices.Equal(e.Approval.Options, []string{"allow", "deny"}) {
+		if e.Approval.Kind != wire.ApprovalTool || !slices.Equal(e.Approval.Options, []string{"allow", "allow_always", "deny"}) {
 			t.Errorf("approval %+v", e.Approval)
 		}
-		c.Answer(e.RunID, e.Approval.ID, executor.Decision{Allow: true}, "tty") //nolint:errcheck
+		c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: "tty"}) //nolint:errcheck
 	}
 	if _, err := c.Start(Request{RunID: "ap", SessionID: "s", Prompt: "approve"}, rec); err != nil {
 		t.Fatal(err)

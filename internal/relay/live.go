@@ -189,7 +189,11 @@ func endOf(res *executor.Result, err error) *End {
 		cost := res.TotalCostUSD
 		end.Usage, end.TotalCostUSD = &u, &cost
 	}
-	if res.Status != executor.StatusCompleted && res.Status != executor.StatusCancelled {
+	switch res.Status {
+	case executor.StatusCompleted:
+	case executor.StatusCancelled:
+		end.Reason = res.Reason // why, when it was not a plain cancel (a deny that stopped the turn)
+	default:
 		end.Reason = res.Reason
 		if end.Reason == "" && err != nil {
 			end.Reason = err.Error()

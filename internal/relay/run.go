@@ -33,14 +33,15 @@ type Run struct {
 	pending map[string]pendingApproval // approvals by ID
 }
 
-// pendingApproval waits for its decision; by says who made it.
+// pendingApproval waits for its decision.
 type pendingApproval struct {
+	a  *Approval
 	ch chan answer
 }
 
 type answer struct {
-	d  executor.Decision
-	by string
+	d   executor.Decision
+	rep Reply
 }
 
 func (r *Run) inputs() chan<- executor.Input { return r.in }
@@ -64,15 +65,24 @@ func (r *Run) info() RunInfo {
 	return RunInfo{RunID: r.id, SessionID: r.session, InteractionID: r.inter, StartedAt: r.started, PendingApprovals: len(r.pending)}
 }
 
-func (r *Run) answer(approvalID string, d executor.Decision, by string) bool {
+// answer decides a pending approval; found says whether this run has it. A
+// reply that does not fit leaves it pending.
+func (r *Run) answer(approvalID string, rep Reply) (found bool, err error) {
 	r.mu.Lock()
 	p, ok := r.pending[approvalID]
+	if !ok {
+		r.mu.Unlock()
+		return false, nil
+	}
+	d, err := rep.decision(p.a)
+	if err != nil {
+		r.mu.Unlock()
+		return true, err
+	}
 	delete(r.pending, approvalID)
 	r.mu.Unlock()
-	if ok {
-		p.ch <- answer{d: d, by: by}
-	}
-	return ok
+	p.ch <- answer{d: d, rep: rep}
+	return true, nil
 }
 
 func (r *Run) event(e Event) {
@@ -130,10 +140,10 @@ func (r *Run) Event(e executor.Event) {
 // Core.Answer (or the executor's timeout) decides it.
 func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
 	ch := make(chan answer, 1)
-	r.mu.Lock()
-	r.pending[req.ApprovalID] = pendingApproval{ch: ch}
-	r.mu.Unlock()
 	a := approvalOf(req)
+	r.mu.Lock()
+	r.pending[req.ApprovalID] = pendingApproval{a: a, ch: ch}
+	r.mu.Unlock()
 	// Spooled first, like every event: the backend knows what is pending.
 	r.forward(wire.TypeApprovalRequested, wire.ApprovalRequested{RunID: r.id, ApprovalID: a.ID, Kind: a.Kind,
 		ToolName: a.ToolName, Title: a.Title, Input: a.Input, ToolUseID: a.ToolUseID, Options: a.Options,
@@ -141,23 +151,19 @@ func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (execut
 	r.event(Event{Kind: KindApprovalRequested, Approval: a})
 	select {
 	case ans := <-ch:
-		decision := "deny"
-		if ans.d.Allow {
-			decision = "allow"
-		}
-		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: decision,
-			By: ans.by, Reason: ans.d.Reason})
+		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: ans.rep.Decision,
+			By: ans.rep.By, Reason: ans.rep.Reason, UpdatedInput: ans.d.UpdatedInput, Answers: ans.rep.Answers, Interrupt: ans.d.Interrupt})
 		return ans.d, nil
 	case <-ctx.Done():
 		r.mu.Lock()
 		delete(r.pending, req.ApprovalID)
 		r.mu.Unlock()
-		reason, by := "cancelled", "cancelled"
+		reason, by, interrupt := "cancelled", "cancelled", false
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason, by = "timed out: denied", "timeout"
+			reason, by, interrupt = "timed out: denied and the turn stopped", "timeout", true
 		}
-		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: "deny",
-			By: by, Reason: reason})
+		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: DecisionDeny,
+			By: by, Reason: reason, Interrupt: interrupt})
 		r.event(Event{Kind: KindApprovalCancelled, Approval: a, Reason: reason})
 		return executor.Decision{}, ctx.Err()
 	}
@@ -168,7 +174,7 @@ func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (execut
 func approvalOf(req executor.ApprovalRequest) *Approval {
 	a := &Approval{ID: req.ApprovalID, Kind: wire.ApprovalTool, ToolName: req.ToolName, Input: req.Input,
 		ToolUseID: req.ToolUseID, Title: tooltitle.Full(req.ToolName, req.Input), Description: req.Description,
-		Options: []string{"allow", "deny"}, Suggestions: req.Suggestions}
+		Suggestions: req.Suggestions}
 	switch req.ToolName {
 	case "ExitPlanMode":
 		a.Kind = wire.ApprovalPlan
@@ -187,6 +193,7 @@ func approvalOf(req executor.ApprovalRequest) *Approval {
 			a.Questions = in.Questions
 		}
 	}
+	a.Options = optionsFor(a.Kind)
 	return a
 }
 

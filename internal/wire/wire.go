@@ -46,11 +46,14 @@ type ApprovalRequested struct {
 // ApprovalResolved is relay.approval_resolved's data: the decision and who
 // made it (extension, tty, dashboard, timeout or cancelled).
 type ApprovalResolved struct {
-	RunID      string `json:"run_id"`
-	ApprovalID string `json:"approval_id"`
-	Decision   string `json:"decision"`
-	By         string `json:"by"`
-	Reason     string `json:"reason,omitempty"`
+	RunID        string          `json:"run_id"`
+	ApprovalID   string          `json:"approval_id"`
+	Decision     string          `json:"decision"` // one of the request's options
+	By           string          `json:"by"`
+	Reason       string          `json:"reason,omitempty"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"` // the input the user edited
+	Answers      json.RawMessage `json:"answers,omitempty"`       // a question's answers
+	Interrupt    bool            `json:"interrupt,omitempty"`     // the turn was stopped too
 }
 
 // Source of an event envelope.

@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/claude-relay/claude-relay/extension"
+	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/tooltitle"
+	"github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// ttyAsker asks questions on the controlling terminal, which works even
+// when stdin carries the prompt and stdout is piped. One approval is asked
+// at a time.
+type ttyAsker struct {
+	mu sync.Mutex
+	f  *os.File
+	r  *bufio.Reader
+}
+
+func openTTY() (*ttyAsker, error) {
+	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &ttyAsker{f: f, r: bufio.NewReader(f)}, nil
+}
+
+// line prints prompt and returns the answer's line, trimmed; io.EOF when
+// the terminal is gone.
+func (t *ttyAsker) line(prompt string) (string, error) {
+	fmt.Fprint(t.f, prompt)
+	line, err := t.r.ReadString('\n')
+	if err != nil && line == "" {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// ask is line, lower-case; "" when the terminal is gone.
+func (t *ttyAsker) ask(prompt string) string {
+	s, _ := t.line(prompt)
+	return strings.ToLower(s)
+}
+
+func (t *ttyAsker) Close() error { return t.f.Close() }
+
+// decide holds the dialogue for one approval on the terminal and returns the
+// reply: a tool offers [y]es / [a]lways / [e]dit / [n]o, a plan its three
+// options, a question each of its questions.
+func (t *ttyAsker) decide(ev extension.Event) relay.Reply {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch ev.Kind {
+	case wire.ApprovalPlan:
+		return t.plan(ev)
+	case wire.ApprovalQuestion:
+		return t.questions(ev)
+	default:
+		return t.tool(ev)
+	}
+}
+
+func (t *ttyAsker) tool(ev extension.Event) relay.Reply {
+	fmt.Fprint(t.f, approvalQuestion(ev))
+	for {
+		switch t.ask(fmt.Sprintf("Allow %s? [y]es / [a]lways / [e]dit / [n]o ", ev.ToolName)) {
+		case "y", "yes":
+			return relay.Reply{Decision: relay.DecisionAllow}
+		case "a", "always":
+			return relay.Reply{Decision: relay.DecisionAllowAlways}
+		case "e", "edit":
+			input, err := editInput(t.f, ev.Input)
+			if err != nil {
+				fmt.Fprintf(t.f, "  %v\n", err)
+				continue
+			}
+			fmt.Fprint(t.f, indent("  will run: ", "  ", tooltitle.Full(ev.ToolName, input))+"\n")
+			return relay.Reply{Decision: relay.DecisionAllow, UpdatedInput: input}
+		case "n", "no", "":
+			return relay.Reply{Decision: relay.DecisionDeny, Reason: "denied at the claude-relay run prompt"}
+		default:
+			fmt.Fprintln(t.f, "  answer y, a, e or n")
+		}
+	}
+}
+
+func (t *ttyAsker) plan(ev extension.Event) relay.Reply {
+	fmt.Fprint(t.f, indent("? ", "  ", ev.Title)+"\n")
+	for {
+		switch t.ask("Approve the plan? [a]ccept edits / [d]efault: ask before each edit / [k]eep planning ") {
+		case "a", "accept", "accept edits":
+			return relay.Reply{Decision: relay.DecisionAcceptEdits}
+		case "d", "default":
+			return relay.Reply{Decision: relay.DecisionDefault}
+		case "k", "keep", "keep planning", "":
+			why, _ := t.line("What should change? ")
+			return relay.Reply{Decision: relay.DecisionKeepPlanning, Reason: orDefault(why, "keep planning")}
+		default:
+			fmt.Fprintln(t.f, "  answer a, d or k")
+		}
+	}
+}
+
+// question is one of AskUserQuestion's questions.
+type question struct {
+	Question    string `json:"question"`
+	Header      string `json:"header"`
+	MultiSelect bool   `json:"multiSelect"`
+	Options     []struct {
+		Label       string `json:"label"`
+		Description string `json:"description"`
+	} `json:"options"`
+}
+
+// questions asks each question with its options numbered; an answer is a
+// number, several (comma-separated) where the question allows, or the
+// user's own words.
+func (t *ttyAsker) questions(ev extension.Event) relay.Reply {
+	var qs []question
+	if err := json.Unmarshal(ev.Questions, &qs); err != nil || len(qs) == 0 {
+		return relay.Reply{Decision: relay.DecisionDeny, Reason: "the question could not be shown"}
+	}
+	answers := map[string]string{}
+	for _, q := range qs {
+		fmt.Fprintf(t.f, "? %s\n", q.Question)
+		for i, o := range q.Options {
+			fmt.Fprintf(t.f, "  %d. %s", i+1, o.Label)
+			if o.Description != "" {
+				fmt.Fprintf(t.f, " — %s", o.Description)
+			}
+			fmt.Fprintln(t.f)
+		}
+		prompt := "Answer (a number, or your own words; empty to skip the questions) "
+		if q.MultiSelect {
+			prompt = "Answer (numbers separated by commas, or your own words; empty to skip the questions) "
+		}
+		s, err := t.line(prompt)
+		if err != nil || s == "" {
+			return relay.Reply{Decision: relay.DecisionDeny, Reason: "the user skipped the question"}
+		}
+		answers[q.Question] = chosen(q, s)
+	}
+	b, err := json.Marshal(answers)
+	if err != nil {
+		return relay.Reply{Decision: relay.DecisionDeny, Reason: err.Error()}
+	}
+	return relay.Reply{Decision: relay.DecisionAllow, Answers: b}
+}
+
+// chosen turns "2" or "1, 3" into the options' labels; anything else is the
+// user's own answer.
+func chosen(q question, s string) string {
+	var labels []string
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 1 || n > len(q.Options) || (len(labels) > 0 && !q.MultiSelect) {
+			return s
+		}
+		labels = append(labels, q.Options[n-1].Label)
+	}
+	return strings.Join(labels, ", ")
+}
+
+// editInput opens $VISUAL or $EDITOR (vi when neither is set) on the tool's
+// input as indented JSON, on the terminal, and returns what was saved: a
+// JSON object, or an error that says what is wrong so the user can retry.
+func editInput(tty *os.File, input json.RawMessage) (json.RawMessage, error) {
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, input, "", "  "); err != nil {
+		pretty.Reset()
+		pretty.WriteString("{}")
+	}
+	f, err := os.CreateTemp("", "claude-relay-input-*.json")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create a file to edit the input in: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, werr := f.Write(append(pretty.Bytes(), '\n'))
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return nil, fmt.Errorf("cannot write %s: %w", f.Name(), err)
+	}
+	editor := firstNonBlank(os.Getenv("VISUAL"), os.Getenv("EDITOR"), "vi")
+	// Through the shell, so that EDITOR may carry arguments ("code --wait").
+	cmd := exec.Command("/bin/sh", "-c", editor+` "$1"`, "editor", f.Name())
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("the editor (%s) failed: %w; set EDITOR to one that works, or answer y or n", editor, err)
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the edited input back: %w", err)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("the edited input is not a JSON object (%v); edit again, or answer y or n", err)
+	}
+	return json.RawMessage(bytes.TrimSpace(b)), nil
+}
+
+func firstNonBlank(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -103,8 +103,10 @@ func newRunCmd(a *App) *cobra.Command {
 			"The words of PROMPT are joined with spaces, as `claude -p` does; - reads the prompt from stdin.\n" +
 			"Shows live progress on a terminal, plain lines otherwise; --json prints the protocol events.\n\n" +
 			"Without --approvals every tool call is allowed without asking (the live view marks them\n" +
-			"auto-allowed). With --approvals each tool but the read-only ones waits for y/n on this\n" +
-			"terminal, showing the whole command, path or URL; --approvals needs a terminal.\n\n" +
+			"auto-allowed). With --approvals each call that is not read-only waits for an answer on this\n" +
+			"terminal, showing the whole command, path or URL: [y]es, [a]lways (for the rest of the\n" +
+			"run), [e]dit (opens $EDITOR on the input) or [n]o; --approvals needs a terminal.\n" +
+			"A plan (plan mode) and the model's questions are asked on the terminal either way.\n\n" +
 			"Exit status is the run's exit code: 130 on Ctrl-C, 143 on SIGTERM, 2 for a usage error.",
 		Example: "  claude-relay run 'fix the failing test'\n" +
 			"  claude-relay run --approvals --cwd ~/src/app explain the build\n" +

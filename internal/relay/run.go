@@ -178,12 +178,6 @@ func approvalOf(req executor.ApprovalRequest) *Approval {
 	switch req.ToolName {
 	case "ExitPlanMode":
 		a.Kind = wire.ApprovalPlan
-		var in struct {
-			Plan string `json:"plan"`
-		}
-		if json.Unmarshal(req.Input, &in) == nil && in.Plan != "" {
-			a.Title = "Plan: " + in.Plan
-		}
 	case "AskUserQuestion":
 		a.Kind = wire.ApprovalQuestion
 		var in struct {

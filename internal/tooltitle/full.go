@@ -22,6 +22,10 @@ func Full(name string, input json.RawMessage) string {
 		URL          string `json:"url"`
 		Query        string `json:"query"`
 		Prompt       string `json:"prompt"`
+		Plan         string `json:"plan"`
+		Questions    []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
 	}
 	_ = json.Unmarshal(input, &in)
 	withDesc := func(s string) string {
@@ -52,6 +56,14 @@ func Full(name string, input json.RawMessage) string {
 		return "Search the web: " + in.Query
 	case "Task", "Agent":
 		return withDesc("Subagent: " + firstLineOf(in.Prompt))
+	case "ExitPlanMode":
+		return "Plan: " + or(strings.TrimSpace(in.Plan), "(no plan text)")
+	case "AskUserQuestion":
+		var qs []string
+		for _, q := range in.Questions {
+			qs = append(qs, q.Question)
+		}
+		return "Question: " + or(strings.Join(qs, " / "), "(no question)")
 	}
 	// Anything else (MCP tools among them): the name and the whole input,
 	// since we cannot know which field matters.

@@ -25,6 +25,9 @@ func TestFull(t *testing.T) {
 		{"WebSearch", `{"query":"go generics"}`, "Search the web: go generics"},
 		{"Task", `{"prompt":"look around\nmore","description":"Explore"}`, "Subagent: look around — Explore"},
 		{"mcp__db__query", `{"sql": "drop table users"}`, `mcp__db__query {"sql":"drop table users"}`},
+		{"ExitPlanMode", `{"plan":"1. Test\n2. Write"}`, "Plan: 1. Test\n2. Write"},
+		{"ExitPlanMode", `{}`, "Plan: (no plan text)"},
+		{"AskUserQuestion", `{"questions":[{"question":"Which color?"},{"question":"How many?"}]}`, "Question: Which color? / How many?"},
 		{"mcp__x", `{}`, "mcp__x"},
 		{"mcp__y", `not json`, "mcp__y not json"},
 	}

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
@@ -46,6 +48,7 @@ func (e *Executor) command(req Request) (string, []string, []string, error) {
 	s := launch.Session{
 		Model:              cmp.Or(req.Model, e.opts.Model),
 		Resume:             req.Resume,
+		SessionID:          req.SessionID,
 		Fork:               req.Fork,
 		Continue:           req.Continue,
 		MaxTurns:           req.MaxTurns,
@@ -125,6 +128,17 @@ func validate(req Request) error {
 	}
 	if req.Fork && req.Resume == "" && !req.Continue {
 		return fmt.Errorf("%w: fork needs a conversation to resume (resume or continue)", ErrBadRequest)
+	}
+	if req.Idle && (!req.KeepAlive || strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0) {
+		return fmt.Errorf("%w: an idle start is a keep-alive run with no prompt (its first send is the first turn)", ErrBadRequest)
+	}
+	if req.SessionID != "" {
+		if _, err := uuid.Parse(req.SessionID); err != nil {
+			return fmt.Errorf("%w: session id %q is not a UUID (the CLI's --session-id takes one)", ErrBadRequest, req.SessionID)
+		}
+		if req.Resume != "" || req.Continue {
+			return fmt.Errorf("%w: a session id names a new conversation: not with resume or continue", ErrBadRequest)
+		}
 	}
 	if req.MaxTurns < 0 {
 		return fmt.Errorf("%w: max turns %d is negative", ErrBadRequest, req.MaxTurns)

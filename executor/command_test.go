@@ -130,6 +130,7 @@ func TestCommandTypedOptions(t *testing.T) {
 		want []string
 	}{
 		{"allowed_tools", Request{AllowedTools: []string{"Bash(git *)", "Edit"}}, []string{"--allowedTools=Bash(git *)", "--allowedTools=Edit"}},
+		{"session_id", Request{SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"}, []string{"--session-id=0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"}},
 		{"disallowed_tools", Request{DisallowedTools: []string{"-x", "WebFetch"}}, []string{"--disallowedTools=-x", "--disallowedTools=WebFetch"}},
 		{"mcp_servers", Request{MCPServers: json.RawMessage("{\n \"fs\": {\"command\": \"npx\", \"args\": [\"-y\", \"srv\"]}\n}")},
 			[]string{`--mcp-config={"mcpServers":{"fs":{"command":"npx","args":["-y","srv"]}}}`}},
@@ -213,6 +214,10 @@ func TestValidateTypedOptions(t *testing.T) {
 		want string // "" = valid
 	}{
 		{Request{AllowedTools: []string{"Read", " "}}, `allowed_tools[1]: empty tool name`},
+		{Request{SessionID: "abc"}, `session id "abc" is not a UUID`},
+		{Request{SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21", Resume: "x"}, `a session id names a new conversation`},
+		{Request{Idle: true}, `an idle start is a keep-alive run with no prompt`},
+		{Request{Idle: true, KeepAlive: true, Prompt: "x"}, `an idle start is a keep-alive run with no prompt`},
 		{Request{DisallowedTools: []string{""}}, `disallowed_tools[0]: empty tool name`},
 		{Request{MCPServers: json.RawMessage(`["fs"]`)}, `mcp_servers: not a JSON object`},
 		{Request{MCPServers: json.RawMessage(`true`)}, `mcp_servers: not a JSON object`},

@@ -539,3 +539,40 @@ func TestLiveCancelDuringATurn(t *testing.T) {
 		return len(left) == 0
 	})
 }
+
+// An idle start runs the CLI and its initialize with no turn: the first send
+// is the first turn, in the conversation the session ID names.
+func TestLiveIdleStartWaitsForTheFirstSend(t *testing.T) {
+	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("first answer")}, nil)
+	id := "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"
+	lr := startLive(t, env, Request{RunID: "idle-" + t.Name(), KeepAlive: true, Idle: true, SessionID: id})
+	waitUntil(t, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
+	if n := len(env.api.Requests()); n != 0 {
+		t.Fatalf("%d Messages API requests before the first send", n)
+	}
+	if err := lr.send("hello"); err != nil {
+		t.Fatal(err)
+	}
+	if first := lr.turn(1); first.TurnResult.Stdout != "first answer" || first.TurnResult.ConversationID != id {
+		t.Errorf("turn 1 %+v", first.TurnResult)
+	}
+	if err := lr.input(Input{Kind: InputEnd}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := lr.wait(); err != nil || res.Status != StatusCompleted || res.ConversationID != id {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+}
+
+// An idle start ended before any message completes: nothing ran.
+func TestLiveIdleStartEndedBeforeAnySend(t *testing.T) {
+	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("unused")}, nil)
+	lr := startLive(t, env, Request{RunID: "idle-end-" + t.Name(), KeepAlive: true, Idle: true})
+	waitUntil(t, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
+	if err := lr.input(Input{Kind: InputEnd}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := lr.wait(); err != nil || res.Status != StatusCompleted {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+}

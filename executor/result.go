@@ -179,6 +179,10 @@ func (r *run) result(o outcome) (*Result, error) {
 		res.Status, res.ExitCode, res.Reason = StatusFailed, 1, err.Error()
 		res.Stderr = strings.TrimSpace(err.Error() + "\n" + res.StderrTail)
 		return res, err
+	case a.result == nil && r.req.Idle && r.lv.started == 0 && r.lv.closed && res.CLIExitCode == 0:
+		// An idle start that ended before its first message: nothing ran.
+		res.Status, res.ExitCode = StatusCompleted, 0
+		return res, nil
 	case a.result != nil && r.req.KeepAlive:
 		// Each turn's error or limit was its own turn's, told with it; the
 		// run ends as it was asked to (or as the CLI died).

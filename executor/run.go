@@ -64,7 +64,7 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 	if obs == nil {
 		obs = ObserverFunc(func(Event) {})
 	}
-	if strings.TrimSpace(req.Prompt) == "" {
+	if strings.TrimSpace(req.Prompt) == "" && !req.Idle {
 		// Seed 002: an empty command completes at once; no CLI is started.
 		return &Result{Status: StatusCompleted}, nil
 	}
@@ -83,7 +83,10 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 	}
 	r := &run{e: e, req: req, obs: obs, approver: approver,
 		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}),
-		lv: liveLoop{inputs: req.Inputs, busy: true, started: 1}, turns: newTurnSignal(), w: newStdinWriter()}
+		lv: liveLoop{inputs: req.Inputs, busy: !req.Idle, started: 1}, turns: newTurnSignal(), w: newStdinWriter()}
+	if req.Idle {
+		r.lv.started = 0
+	}
 	r.asking.Store(req.Approvals)
 	r.approvalCtx, r.cancelApproval = context.WithCancel(context.Background())
 	defer r.cancelApproval()
@@ -205,6 +208,10 @@ func (r *run) begin() {
 		},
 		func() error { return r.peer.writeLine(first) },
 	}
+	if r.req.Idle {
+		// No first turn: the first send is.
+		steps = steps[:2]
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			// The CLI died at once; its exit and stderr tell the story.
@@ -230,6 +237,9 @@ func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) out
 	defer r.stopIdle()
 	defer r.wd.stop()
 	gotOutput := r.gotOutput
+	if r.req.Idle {
+		r.armIdle()
+	}
 	var turnEnds, resultSeen <-chan struct{}
 	if r.req.KeepAlive {
 		turnEnds = r.turns.c

@@ -47,7 +47,15 @@ type Request struct {
 	StopGitCheck bool
 
 	// Live runs (CONTRACT §7).
-	KeepAlive   bool          // the run stays open after a result and takes Inputs; ends on InputEnd, ctx, or IdleTimeout
+	KeepAlive bool // the run stays open after a result and takes Inputs; ends on InputEnd, ctx, or IdleTimeout
+	// Idle (with KeepAlive and no Prompt) starts the CLI and initializes it
+	// without a first turn: the first InputSend is the first turn. An ACP
+	// session starts its CLI this way, so its first prompt does not wait
+	// for the CLI to start.
+	Idle bool
+	// SessionID (a UUID) is the conversation ID a new conversation gets
+	// (--session-id), so a front end knows it before the CLI says it.
+	SessionID   string
 	IdleTimeout time.Duration // keep_alive: end the run after this long with no turn running (0 = 30m)
 	// Inputs carries follow-ups and mid-run control for a KeepAlive run
 	// (nil: none); a run that is not KeepAlive takes InputInterrupt,

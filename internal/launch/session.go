@@ -10,6 +10,7 @@ import (
 type Session struct {
 	Model              string
 	Resume             string // conversation ID to resume
+	SessionID          string // the ID a new conversation gets (--session-id)
 	Fork               bool   // with Resume or Continue: fork into a new conversation
 	Continue           bool   // the most recent conversation in the working directory
 	MaxTurns           int
@@ -42,6 +43,9 @@ func (s Session) Args() []string {
 	var a []string
 	if s.Model != "" {
 		a = append(a, "--model="+s.Model)
+	}
+	if s.SessionID != "" {
+		a = append(a, "--session-id="+s.SessionID)
 	}
 	if s.Resume != "" {
 		a = append(a, "--resume="+s.Resume)

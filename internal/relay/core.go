@@ -90,8 +90,14 @@ type Request struct {
 	Content []content.Block
 	// KeepAlive keeps the run open after a result for Send, Interrupt,
 	// SetMode, SetModel and End; IdleTimeout (30m) ends it when no turn runs.
-	KeepAlive       bool
-	IdleTimeout     time.Duration
+	KeepAlive   bool
+	IdleTimeout time.Duration
+	// Idle (KeepAlive, no prompt) starts the CLI with no turn; the first
+	// Send is the first turn.
+	Idle bool
+	// ConversationID (a UUID) is the ID a new conversation gets, so a front
+	// end knows it before the CLI says it (ACP's sessionId is it).
+	ConversationID  string
 	PartialMessages bool // token deltas as KindPartial, live only
 	StopGitCheck    bool // a Stop hook that blocks while the git tree has uncommitted changes
 	CLI             CLIOptions
@@ -162,7 +168,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, cwd: req.Cwd, started: time.Now(),
 		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]pendingApproval{}}
 	if req.KeepAlive {
-		r.live = &live{running: true}
+		r.live = &live{running: !req.Idle}
 	}
 	er.Inputs = r.in
 	c.runs[r.id] = r
@@ -191,7 +197,7 @@ func (c *Core) executorRequest(req Request) (executor.Request, error) {
 		PermissionMode: permissionMode(req.PermissionMode), Approvals: req.Approvals, Resume: req.Resume,
 		Fork: req.Fork, Continue: req.Continue, MaxTurns: req.MaxTurns, AppendSystemPrompt: req.SystemPromptAppend,
 		Env: req.Env, AdditionalArgs: req.AdditionalArgs, KeepAlive: req.KeepAlive, IdleTimeout: req.IdleTimeout,
-		PartialMessages: req.PartialMessages, StopGitCheck: req.StopGitCheck}
+		PartialMessages: req.PartialMessages, StopGitCheck: req.StopGitCheck, Idle: req.Idle, SessionID: req.ConversationID}
 	o := req.CLI
 	er.AllowedTools, er.DisallowedTools, er.MCPServers, er.AddDirs = o.AllowedTools, o.DisallowedTools, o.MCPServers, o.AddDirs
 	er.FallbackModel, er.MaxBudgetUSD, er.MaxThinkingTokens = o.FallbackModel, o.MaxBudgetUSD, o.MaxThinkingTokens
@@ -212,7 +218,7 @@ func (c *Core) executorRequest(req Request) (executor.Request, error) {
 		// backend's run_started shows the prompt: the summary names both.
 		er.Prompt = content.Summary(req.Prompt, req.Content, req.Cwd)
 	}
-	if strings.TrimSpace(er.Prompt) == "" {
+	if strings.TrimSpace(er.Prompt) == "" && !er.Idle {
 		return er, nil // seed 002: completes at once, nothing to check
 	}
 	if err := executor.Validate(er); err != nil {
@@ -257,7 +263,7 @@ func (c *Core) check(req *Request) error {
 		}
 	}
 	// A blank prompt completes without the CLI (seed 002), so it needs none.
-	if c.opts.CLIError != "" && (strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0) {
+	if c.opts.CLIError != "" && (strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0 || req.Idle) {
 		return refuse(RefuseNoCLI, "cannot run the Claude CLI: %s (`claude-relay doctor` says where it looked and how to fix it)", c.opts.CLIError)
 	}
 	return nil

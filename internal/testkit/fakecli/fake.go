@@ -49,6 +49,9 @@ type hookMatcher struct {
 type controlReply struct {
 	body json.RawMessage // the "response" object on success
 	err  string          // the "error" text otherwise
+	// at is when the reader got the line off stdin, before decoding it:
+	// ModeApprovals measures the answer's trip up to there.
+	at time.Time
 }
 
 // inLine is every field the fake reads from a stdin line.
@@ -103,9 +106,10 @@ func (f *fake) serve() int {
 	r := bufio.NewReaderSize(os.Stdin, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
+		at := time.Now()
 		if len(bytes.TrimSpace(line)) > 0 {
 			f.recordLine(line)
-			f.handle(line, users)
+			f.handle(line, at, users)
 		}
 		if err != nil { // EOF or a read error: either way no more input
 			break
@@ -118,7 +122,8 @@ func (f *fake) serve() int {
 	return 0
 }
 
-func (f *fake) handle(line []byte, users chan<- struct{}) {
+// handle dispatches one stdin line; at is when it was read.
+func (f *fake) handle(line []byte, at time.Time, users chan<- struct{}) {
 	var in inLine
 	if err := json.Unmarshal(line, &in); err != nil {
 		fmt.Fprintf(os.Stderr, "fake claude: ignoring a stdin line that is not JSON: %v\n", err)
@@ -129,7 +134,7 @@ func (f *fake) handle(line []byte, users chan<- struct{}) {
 		f.answer(in.RequestID, in.Request)
 	case "control_response":
 		if in.Response != nil {
-			f.deliver(in.Response.RequestID, controlReply{body: in.Response.Response, err: in.Response.Error})
+			f.deliver(in.Response.RequestID, controlReply{body: in.Response.Response, err: in.Response.Error, at: at})
 		}
 	case "user":
 		users <- struct{}{}
@@ -378,6 +383,14 @@ func (t *turn) interrupted() {
 // false if the turn was interrupted meanwhile; at stdin EOF the answer is
 // an error, since none can come any more.
 func (t *turn) ask(req map[string]any) (reply controlReply, ok bool) {
+	return t.askRaw(func(id string) []byte {
+		return mustJSON(controlRequestLine{Type: "control_request", RequestID: id, Request: req})
+	})
+}
+
+// askRaw is ask for a request line that line builds, given the request id,
+// just before it is written: ModeApprovals stamps the line there.
+func (t *turn) askRaw(line func(id string) []byte) (reply controlReply, ok bool) {
 	f := t.f
 	ch := make(chan controlReply, 1)
 	f.mu.Lock()
@@ -390,9 +403,10 @@ func (t *turn) ask(req map[string]any) (reply controlReply, ok bool) {
 		delete(f.pending, id)
 		f.mu.Unlock()
 	}()
-	if !t.emit(controlRequestLine{Type: "control_request", RequestID: id, Request: req}) {
+	if !t.pace() {
 		return controlReply{}, false
 	}
+	f.writeRaw(line(id))
 	select {
 	case r := <-ch:
 		return r, true

@@ -59,6 +59,18 @@ const (
 	// sleeps, stdout still open, until a signal kills it, as a CLI wedged
 	// after its final result would.
 	ModeNoExit Mode = "noexit"
+	// ModeApprovals measures approval round trips: its turn emits init,
+	// then asks can_use_tool for a Bash call WithApprovals
+	// (DefaultApprovals) times in a row, each after the answer to the one
+	// before. Each request's input carries StampField, the wall clock
+	// (UnixNano) just before the line was written. An answer whose
+	// updatedInput carries AnswerStampField (the UnixNano at which the host
+	// wrote it) yields one sample, the time from that stamp to the moment
+	// the fake read the answer; the samples go to WithSampleFile at the
+	// end of the turn. Then an assistant line and the result say how many
+	// calls were allowed and denied. Both stamps are CLOCK_REALTIME, which
+	// processes on one machine share.
+	ModeApprovals Mode = "approvals"
 
 	// Sub-modes of ModeGrandchild: the process tree it spawns.
 	modeTreeChild Mode = "grandchild-child"
@@ -80,6 +92,8 @@ const (
 	envFloodFinal = "CLAUDE_RELAY_FAKE_CLI_FLOOD_ASSISTANT"
 	envDelay      = "CLAUDE_RELAY_FAKE_CLI_LINE_DELAY"
 	envRecord     = "CLAUDE_RELAY_FAKE_CLI_RECORD"
+	envApprovals  = "CLAUDE_RELAY_FAKE_CLI_APPROVALS"
+	envSamples    = "CLAUDE_RELAY_FAKE_CLI_SAMPLES"
 )
 
 // Values the fake puts on the wire, for tests to compare against.
@@ -106,6 +120,17 @@ const (
 	DefaultFloodLines = 100000
 	// DefaultSlowDelay is ModeSlow's pause between lines.
 	DefaultSlowDelay = 200 * time.Millisecond
+	// DefaultApprovals is how many times ModeApprovals asks.
+	DefaultApprovals = 10
+
+	// StampField is the member of a ModeApprovals request's tool input
+	// that holds the request's write time (UnixNano).
+	StampField = "t"
+	// AnswerStampField is the member of an answer's updatedInput that
+	// holds the answer's write time (UnixNano), for ModeApprovals.
+	AnswerStampField = "t0"
+	// ApprovalCommand is the Bash command ModeApprovals asks to run.
+	ApprovalCommand = "true"
 )
 
 // config is what Command passes to the fake through the environment.
@@ -119,6 +144,8 @@ type config struct {
 	floodLines int
 	floodFinal bool // flood with assistant messages, not stream_event deltas
 	lineDelay  time.Duration
+	approvals  int
+	sampleFile string
 }
 
 // Option configures the fake CLI started from Command.
@@ -148,6 +175,16 @@ func WithFloodAssistant() Option { return func(c *config) { c.floodFinal = true 
 // after the first (any mode but ModeFlood's stream_event lines); it is
 // ModeSlow's knob.
 func WithLineDelay(d time.Duration) Option { return func(c *config) { c.lineDelay = d } }
+
+// WithApprovals sets how many times ModeApprovals asks can_use_tool; zero
+// keeps DefaultApprovals.
+func WithApprovals(n int) Option { return func(c *config) { c.approvals = n } }
+
+// WithSampleFile makes ModeApprovals write its answer-leg samples to path,
+// in nanoseconds, one decimal number per line in the order of the
+// requests. The file is replaced atomically before the turn's result line,
+// so it is complete once the result has been read.
+func WithSampleFile(path string) Option { return func(c *config) { c.sampleFile = path } }
 
 // WithRecordFile makes the fake append to path a JSON array of its
 // command-line arguments, then every line it reads from stdin, verbatim.
@@ -198,6 +235,7 @@ func (c config) env() []string {
 	add(envPidFile, c.pidFile)
 	add(envSessionID, c.sessionID)
 	add(envRecord, c.recordFile)
+	add(envSamples, c.sampleFile)
 	if c.hugeSize > 0 {
 		add(envHugeSize, strconv.Itoa(c.hugeSize))
 	}
@@ -209,6 +247,9 @@ func (c config) env() []string {
 	}
 	if c.floodFinal {
 		add(envFloodFinal, "1")
+	}
+	if c.approvals > 0 {
+		add(envApprovals, strconv.Itoa(c.approvals))
 	}
 	return env
 }
@@ -223,12 +264,17 @@ func configFromEnv() (config, error) {
 		hugeSize:   DefaultHugeLineSize,
 		floodLines: DefaultFloodLines,
 		floodFinal: os.Getenv(envFloodFinal) == "1",
+		approvals:  DefaultApprovals,
+		sampleFile: os.Getenv(envSamples),
 	}
 	var err error
 	if c.hugeSize, err = envInt(envHugeSize, c.hugeSize); err != nil {
 		return c, err
 	}
 	if c.floodLines, err = envInt(envFlood, c.floodLines); err != nil {
+		return c, err
+	}
+	if c.approvals, err = envInt(envApprovals, c.approvals); err != nil {
 		return c, err
 	}
 	if v := os.Getenv(envDelay); v != "" {

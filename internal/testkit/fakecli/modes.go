@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // textTurn is the turn of ModeNormal, ModeSlow and ModeANSI.
@@ -121,6 +122,105 @@ func (f *fake) authorize(t *turn, input map[string]any) (allowed bool, reason st
 		return false, perm.Message, true
 	}
 	return false, fmt.Sprintf("Permission check failed: unknown behavior %q", perm.Behavior), true
+}
+
+// approvalsTurn asks can_use_tool cfg.approvals times, one after the other,
+// and keeps how long each answer took to arrive (see ModeApprovals).
+// Denied and failed asks are the result's permission_denials and give no
+// sample.
+func (f *fake) approvalsTurn(t *turn) {
+	if !t.emit(f.sess.init(f.currentPermissionMode())) {
+		t.interrupted()
+		return
+	}
+	samples := make([]int64, 0, f.cfg.approvals)
+	var denials []permissionDenial
+	for i := range f.cfg.approvals {
+		toolUseID := fmt.Sprintf("toolu_01FakeApproval%06d", i)
+		// The stamp is spliced into a line encoded beforehand, so that it
+		// is taken right before the write and not before the encoding.
+		const marker = "@@FAKECLI_STAMP@@"
+		input := map[string]any{"command": ApprovalCommand, "description": "Do nothing", StampField: marker}
+		tmpl := mustJSON(controlRequestLine{Type: "control_request", RequestID: marker, Request: map[string]any{
+			"subtype":              "can_use_tool",
+			"tool_name":            "Bash",
+			"display_name":         "Bash",
+			"input":                input,
+			"description":          "Do nothing",
+			"decision_reason_type": "permissionPromptTool",
+			"tool_use_id":          toolUseID,
+		}})
+		reply, ok := t.askRaw(func(id string) []byte {
+			return stampLine(tmpl, []byte(strconv.Quote(marker)), mustJSON(id), time.Now().UnixNano())
+		})
+		if !ok {
+			t.interrupted()
+			return
+		}
+		allowed, d, stamped := answerOf(reply)
+		if stamped {
+			samples = append(samples, d)
+		}
+		if !allowed {
+			denials = append(denials, permissionDenial{ToolName: "Bash", ToolUseID: toolUseID,
+				ToolInput: map[string]any{"command": ApprovalCommand, "description": "Do nothing"}})
+		}
+	}
+	if f.cfg.sampleFile != "" {
+		if err := writeSamples(f.cfg.sampleFile, samples); err != nil {
+			fmt.Fprintf(os.Stderr, "fake claude: %v\n", err)
+		}
+	}
+	text := fmt.Sprintf("Asked %d times: %d allowed, %d denied.", f.cfg.approvals, f.cfg.approvals-len(denials), len(denials))
+	if !t.emit(f.sess.assistant(textBlock{Type: "text", Text: text})) {
+		t.interrupted()
+		return
+	}
+	t.finish(1+f.cfg.approvals, text, denials)
+}
+
+// stampLine returns tmpl with the quoted marker as request id replaced by id
+// and the quoted marker in the input replaced by stamp. The request id
+// comes first on the line.
+func stampLine(tmpl, quoted, id []byte, stamp int64) []byte {
+	before, rest, _ := bytes.Cut(tmpl, quoted)
+	mid, after, _ := bytes.Cut(rest, quoted)
+	line := make([]byte, 0, len(tmpl)+len(id)+20)
+	line = append(append(append(line, before...), id...), mid...)
+	return append(strconv.AppendInt(line, stamp, 10), after...)
+}
+
+// answerOf reads an answer to a ModeApprovals ask: whether it allowed the
+// call and, when its updatedInput carries AnswerStampField, the answer leg:
+// from that stamp to when the fake read the answer.
+func answerOf(r controlReply) (allowed bool, ns int64, stamped bool) {
+	if r.err != "" {
+		return false, 0, false
+	}
+	var perm struct {
+		Behavior     string                     `json:"behavior"`
+		UpdatedInput map[string]json.RawMessage `json:"updatedInput"`
+	}
+	if json.Unmarshal(r.body, &perm) != nil || perm.Behavior != "allow" {
+		return false, 0, false
+	}
+	t0, err := strconv.ParseInt(string(perm.UpdatedInput[AnswerStampField]), 10, 64)
+	if err != nil || t0 <= 0 {
+		return true, 0, false
+	}
+	return true, r.at.UnixNano() - t0, true
+}
+
+// writeSamples replaces path with samples, one decimal number a line.
+func writeSamples(path string, samples []int64) error {
+	var b []byte
+	for _, s := range samples {
+		b = append(strconv.AppendInt(b, s, 10), '\n')
+	}
+	if err := replaceFile(path, b); err != nil {
+		return fmt.Errorf("writing the sample file: %w", err)
+	}
+	return nil
 }
 
 // malformedTurn is a normal turn with lines a robust reader must survive.

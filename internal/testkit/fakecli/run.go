@@ -61,6 +61,8 @@ func run() int {
 		f.turnFn = f.hugeTurn
 	case ModeFlood:
 		f.turnFn = f.floodTurn
+	case ModeApprovals:
+		f.turnFn = f.approvalsTurn
 	case ModeCrash:
 		f.turnFn = f.crashTurn
 	case ModeIgnoreSignals:
@@ -131,16 +133,24 @@ func (a cliArgs) sessionID(option string) string {
 // writePidFile replaces path with pids, one per line. Write-then-rename so
 // a test polling the file never reads half of it.
 func writePidFile(path string, pids ...int) error {
-	var b strings.Builder
+	var b []byte
 	for _, p := range pids {
-		b.WriteString(strconv.Itoa(p))
-		b.WriteByte('\n')
+		b = append(strconv.AppendInt(b, int64(p), 10), '\n')
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".fakecli-pids-*")
+	if err := replaceFile(path, b); err != nil {
+		return fmt.Errorf("writing pid file: %w", err)
+	}
+	return nil
+}
+
+// replaceFile replaces path with data: write-then-rename, so a reader sees
+// the old file or the whole new one, never half of it.
+func replaceFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".fakecli-*")
 	if err != nil {
-		return fmt.Errorf("writing pid file %s: %w", path, err)
+		return fmt.Errorf("replacing %s: %w", path, err)
 	}
-	_, err = tmp.WriteString(b.String())
+	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -149,7 +159,7 @@ func writePidFile(path string, pids ...int) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("writing pid file %s: %w", path, err)
+		return fmt.Errorf("replacing %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,0 +1,182 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
+)
+
+// rawAgent is the agent on pipes a test writes raw lines to.
+type rawAgent struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	done chan struct{}
+}
+
+func startRaw(t *testing.T, core *relay.Core, home string) *rawAgent {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	r := &rawAgent{t: t, in: inW, out: bufio.NewReader(outR), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		_ = Serve(context.Background(), Options{Core: core, Home: home, Version: "test"}, inR, outW)
+		core.Close()
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		<-r.done
+	})
+	return r
+}
+
+func (r *rawAgent) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// next reads the next message the agent writes, skipping notifications.
+func (r *rawAgent) next() map[string]any {
+	r.t.Helper()
+	type res struct {
+		m   map[string]any
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		for {
+			line, err := r.out.ReadBytes('\n')
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				ch <- res{err: err}
+				return
+			}
+			if _, isNote := m["method"]; isNote && m["id"] == nil {
+				continue
+			}
+			ch <- res{m: m}
+			return
+		}
+	}()
+	select {
+	case x := <-ch:
+		if x.err != nil {
+			r.t.Fatalf("read: %v", x.err)
+		}
+		return x.m
+	case <-time.After(60 * time.Second):
+		r.t.Fatal("no answer within 60s")
+		return nil
+	}
+}
+
+func code(m map[string]any) int {
+	e, _ := m["error"].(map[string]any)
+	f, _ := e["code"].(float64)
+	return int(f)
+}
+
+// Malformed JSON-RPC gets JSON-RPC's errors, and the agent goes on serving.
+func TestACPMalformedInput(t *testing.T) {
+	core := relay.New(relay.Options{Executor: executor.New(executor.Options{CLIPath: "/nonexistent/claude"}), Spool: &spool{}})
+	r := startRaw(t, core, t.TempDir())
+	for _, tt := range []struct {
+		line string
+		code int
+		id   any
+	}{
+		{`{not json`, -32700, nil},
+		{`[1,2]`, -32600, nil},
+		{`{"jsonrpc":"1.0","id":3,"method":"initialize"}`, -32600, float64(3)},
+		{`{"jsonrpc":"2.0","id":4}`, -32600, float64(4)},
+		{`{"jsonrpc":"2.0","id":5,"method":"no/such_method","params":{}}`, -32601, float64(5)},
+		{`{"jsonrpc":"2.0","id":6,"method":"session/new","params":{"cwd":42}}`, -32602, float64(6)},
+		{`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"ghost","prompt":[{"type":"text","text":"x"}]}}`, -32602, float64(7)},
+	} {
+		r.send(tt.line)
+		m := r.next()
+		if code(m) != tt.code || m["id"] != tt.id {
+			t.Errorf("%s: got %v, want code %d id %v", tt.line, m, tt.code, tt.id)
+		}
+	}
+	r.send(`{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":1}}`)
+	if m := r.next(); m["result"] == nil {
+		t.Errorf("initialize after bad input: %v", m)
+	}
+}
+
+// A second prompt while one runs is a clear error, and the first goes on;
+// closing stdin mid-turn stops the run and leaves no process.
+func TestACPSecondPromptAndStdinClosedMidTurn(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	api := mockapi.New(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": "echo start && sleep 38", "description": "Wait"}),
+		mockapi.TextTurn("never"),
+	})
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	cli.TrustDir(cwd)
+	e := startAgentWith(t, cli, api, cwd)
+	id := e.newSession()
+	go func() { _, _ = e.prompt(id, "wait") }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !sleeping("38") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, err := e.prompt(id, "another")
+	var re *acpsdk.RequestError
+	if !asRequestError(err, &re) || !strings.Contains(strings.ToLower(toJSON(re)), "still answering a prompt") {
+		t.Errorf("second prompt: %v", err)
+	}
+	e.toAg.Close()
+	select {
+	case <-e.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent did not stop after stdin closed")
+	}
+	for deadline := time.Now().Add(10 * time.Second); sleeping("38") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if sleeping("38") {
+		t.Error("sleep 38 outlived the agent")
+	}
+	if _, err := os.Stat(cwd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func asRequestError(err error, re **acpsdk.RequestError) bool {
+	if err == nil {
+		return false
+	}
+	if r, ok := err.(*acpsdk.RequestError); ok {
+		*re = r
+		return true
+	}
+	return false
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,73 @@
+package acp
+
+import "sync"
+
+// outbox runs a session's work in order on one goroutine: every update
+// translated and written, permission requests started, prompt answers
+// given, in the order the run's events came. The run's events arrive on
+// the CLI's reader goroutines, which must never wait for the client.
+type outbox struct {
+	mu     sync.Mutex
+	q      []func()
+	wake   chan struct{}
+	closed bool
+	done   chan struct{}
+}
+
+func newOutbox() *outbox {
+	o := &outbox{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go o.loop()
+	return o
+}
+
+// push queues f; after close it is dropped.
+func (o *outbox) push(f func()) {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.q = append(o.q, f)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close runs what is queued, then stops the loop; it waits for that.
+func (o *outbox) close() {
+	o.mu.Lock()
+	already := o.closed
+	o.closed = true
+	o.mu.Unlock()
+	if !already {
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
+	<-o.done
+}
+
+func (o *outbox) loop() {
+	defer close(o.done)
+	for range o.wake {
+		for {
+			o.mu.Lock()
+			if len(o.q) == 0 {
+				closed := o.closed
+				o.mu.Unlock()
+				if closed {
+					return
+				}
+				break
+			}
+			f := o.q[0]
+			o.q[0] = nil
+			o.q = o.q[1:]
+			o.mu.Unlock()
+			f()
+		}
+	}
+}

@@ -1,0 +1,540 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
+
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
+)
+
+// initTimeout bounds the wait for a new session's CLI to answer initialize.
+const initTimeout = 60 * time.Second
+
+// spec is what a session's runs are started with; a run that ended (idle,
+// crashed) is started again from it, resuming the conversation.
+type spec struct {
+	id           string // the ACP sessionId: also the backend session and the CLI conversation
+	resume       bool   // the conversation exists: resume it rather than create it
+	cwd          string
+	mcp          json.RawMessage
+	systemPrompt string // replaces the default
+	appendPrompt string
+	addDirs      []string
+}
+
+// specOf checks session/new's (or load's) parameters.
+func (a *Agent) specOf(cwd string, mcp []acpsdk.McpServer, meta map[string]any, dirs []string) (spec, error) {
+	bad := func(format string, args ...any) (spec, error) {
+		return spec{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(format, args...)})
+	}
+	if !filepath.IsAbs(cwd) {
+		return bad("cwd %q must be an absolute path", cwd)
+	}
+	sp := spec{id: uuid.NewString(), cwd: cwd, addDirs: dirs}
+	servers, err := mcpConfig(mcp)
+	if err != nil {
+		return bad("mcpServers: %v", err)
+	}
+	sp.mcp = servers
+	switch v := meta["systemPrompt"].(type) {
+	case nil:
+	case string:
+		sp.systemPrompt = v
+	case map[string]any:
+		s, ok := v["append"].(string)
+		if !ok {
+			return bad(`_meta.systemPrompt must be a string (replaces the system prompt) or {"append": "..."}`)
+		}
+		sp.appendPrompt = s
+	default:
+		return bad(`_meta.systemPrompt must be a string (replaces the system prompt) or {"append": "..."}`)
+	}
+	if cc, ok := meta["claudeCode"].(map[string]any); ok {
+		if o, ok := cc["options"].(map[string]any); ok {
+			if r, ok := o["resume"].(string); ok && r != "" {
+				if _, err := uuid.Parse(r); err != nil {
+					return bad("_meta.claudeCode.options.resume %q is not a conversation ID (a UUID)", r)
+				}
+				sp.id, sp.resume = r, true
+			}
+		}
+	}
+	return sp, nil
+}
+
+// session is one ACP session: one live run at a time, restarted (resuming
+// the conversation) when it ended between prompts.
+type session struct {
+	a   *Agent
+	id  string
+	sp  spec
+	out *outbox
+	tr  *translator // owned by the outbox goroutine
+
+	mu      sync.Mutex
+	runID   string // "" when no run is live
+	turn    *turn  // the prompt waiting for its answer
+	mode    string
+	model   string
+	info    json.RawMessage       // the CLI's initialize response
+	infoC   chan struct{}         // closed when info arrives or the run ends
+	waiters map[string]chan error // set_mode/set_model requests by request ID
+	perms   map[string]context.CancelFunc
+	lastRes *streamjson.Result // the running turn's result line
+	stopWhy string
+	closed  bool
+}
+
+// turn is one session/prompt in flight.
+type turn struct {
+	inter string
+	done  chan acpsdk.PromptResponse
+	err   chan error
+}
+
+// open starts a session's first run and waits for its CLI's initialize.
+func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
+	s := &session{a: a, id: sp.id, sp: sp, out: newOutbox(), tr: newTranslator(sp.cwd), mode: "default",
+		waiters: map[string]chan error{}, perms: map[string]context.CancelFunc{}}
+	if err := s.start(); err != nil {
+		s.out.close()
+		return nil, err
+	}
+	a.mu.Lock()
+	a.sessions[s.id] = s
+	a.mu.Unlock()
+	s.mu.Lock()
+	infoC := s.infoC
+	s.mu.Unlock()
+	select {
+	case <-infoC:
+	case <-time.After(initTimeout):
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	ok := s.info != nil
+	why := s.stopWhy
+	s.mu.Unlock()
+	if !ok {
+		a.mu.Lock()
+		delete(a.sessions, s.id)
+		a.mu.Unlock()
+		s.close()
+		return nil, acpsdk.NewInternalError(map[string]any{"error": "the Claude CLI did not start: " + orText(why, "no answer to initialize")})
+	}
+	return s, nil
+}
+
+// start begins a live run with no turn: the CLI starts and initializes,
+// and the next prompt is its first turn.
+func (s *session) start() error {
+	sp := s.sp
+	req := relay.Request{RunID: uuid.NewString(), SessionID: sp.id, Cwd: sp.cwd, Approvals: true,
+		KeepAlive: true, Idle: true, IdleTimeout: 24 * time.Hour, PartialMessages: true,
+		SystemPromptAppend: sp.appendPrompt, PermissionMode: s.mode,
+		CLI: relay.CLIOptions{MCPServers: sp.mcp, SystemPrompt: sp.systemPrompt, AddDirs: sp.addDirs}}
+	if sp.resume {
+		req.Resume = sp.id
+	} else {
+		req.ConversationID = sp.id
+	}
+	if s.model != "" {
+		req.Model = s.model
+	}
+	s.mu.Lock()
+	s.infoC = make(chan struct{})
+	s.mu.Unlock()
+	run, err := s.a.opts.Core.Start(req, s)
+	if err != nil {
+		return errOf(err)
+	}
+	s.mu.Lock()
+	s.runID = run.ID()
+	s.mu.Unlock()
+	// From now on the conversation exists: a restart resumes it.
+	s.sp.resume = true
+	return nil
+}
+
+// Event implements relay.Sink. It runs on the CLI's reader goroutines:
+// everything that talks to the client goes through the outbox.
+func (s *session) Event(e relay.Event) {
+	switch e.Kind {
+	case relay.KindStream, relay.KindPartial:
+		msg := e.Message
+		if msg.Result != nil {
+			s.mu.Lock()
+			s.lastRes = msg.Result
+			s.mu.Unlock()
+		}
+		s.out.push(func() {
+			for _, u := range s.tr.line(msg) {
+				s.send(u)
+			}
+		})
+	case relay.KindSessionInfo:
+		s.mu.Lock()
+		s.info = e.Info
+		close(s.infoC)
+		s.mu.Unlock()
+		s.out.push(func() {
+			if cmds := availableCommands(e.Info); len(cmds) > 0 {
+				s.send(acpsdk.SessionUpdate{AvailableCommandsUpdate: &acpsdk.SessionAvailableCommandsUpdate{AvailableCommands: cmds}})
+			}
+		})
+	case relay.KindModeChanged:
+		s.mu.Lock()
+		s.mode = e.Mode
+		s.mu.Unlock()
+		s.out.push(func() {
+			s.send(acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{CurrentModeId: acpsdk.SessionModeId(e.Mode)}})
+			// After the update: set_mode's answer must not overtake it.
+			s.answerWaiters(nil)
+		})
+	case relay.KindApprovalRequested:
+		ap := e.Approval
+		ctx, cancel := context.WithCancel(s.a.ctx)
+		s.mu.Lock()
+		s.perms[ap.ID] = cancel
+		s.mu.Unlock()
+		// After the updates before it (the tool_call it is about), on its
+		// own goroutine: the answer may take minutes.
+		s.out.push(func() { go s.permission(ctx, ap) })
+	case relay.KindApprovalCancelled:
+		s.mu.Lock()
+		cancel := s.perms[e.Approval.ID]
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	case relay.KindLimitNotice:
+		s.out.push(func() { s.send(acpsdk.UpdateAgentMessageText("\n" + e.Text + "\n")) })
+	case relay.KindError:
+		s.answerWaiter(e.RequestID, e.Err)
+	case relay.KindTurnCompleted:
+		s.out.push(func() { s.turnEnded(e.InteractionID, e.End) })
+	case relay.KindEnded:
+		s.mu.Lock()
+		if s.info == nil {
+			s.stopWhy = orText(e.End.Reason, e.End.Result.Stderr)
+			close(s.infoC)
+		}
+		s.runID = ""
+		s.mu.Unlock()
+		s.answerWaiters(fmt.Errorf("the session's Claude CLI ended: %s", orText(e.End.Reason, string(e.End.Status))))
+		s.out.push(func() { s.runEnded(e.End) })
+	}
+}
+
+// send writes one update; a client that went away ends the session soon.
+func (s *session) send(u acpsdk.SessionUpdate) {
+	if err := s.a.conn.SessionUpdate(s.a.ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(s.id), Update: u}); err != nil {
+		s.a.log.Debug("session/update not sent", "session", s.id, "err", err)
+	}
+}
+
+// prompt runs one turn and answers when it ends.
+func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock) (acpsdk.PromptResponse, error) {
+	content, err := promptContent(blocks)
+	if err != nil {
+		return acpsdk.PromptResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	t := &turn{inter: uuid.NewString(), done: make(chan acpsdk.PromptResponse, 1), err: make(chan error, 1)}
+	s.mu.Lock()
+	if s.turn != nil {
+		s.mu.Unlock()
+		return acpsdk.PromptResponse{}, acpsdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf(
+			"session %s is still answering a prompt: wait for its response, or send session/cancel first", s.id)})
+	}
+	s.turn = t
+	runID := s.runID
+	s.mu.Unlock()
+	if runID == "" {
+		// The run ended between prompts (idle, or the CLI died): start
+		// another on the same conversation.
+		if err := s.start(); err != nil {
+			s.clearTurn(t)
+			return acpsdk.PromptResponse{}, err
+		}
+		s.mu.Lock()
+		runID = s.runID
+		s.mu.Unlock()
+	}
+	if err := s.a.opts.Core.Send("", runID, t.inter, "", content); err != nil {
+		s.clearTurn(t)
+		return acpsdk.PromptResponse{}, errOf(err)
+	}
+	select {
+	case r := <-t.done:
+		return r, nil
+	case err := <-t.err:
+		return acpsdk.PromptResponse{}, err
+	case <-ctx.Done():
+		return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+	}
+}
+
+func (s *session) clearTurn(t *turn) {
+	s.mu.Lock()
+	if s.turn == t {
+		s.turn = nil
+	}
+	s.mu.Unlock()
+}
+
+// turnEnded answers the prompt whose turn this was, after the turn's last
+// updates; a turn that a cancel already answered is only finished here.
+func (s *session) turnEnded(inter string, end *relay.End) {
+	s.mu.Lock()
+	t := s.turn
+	res := s.lastRes
+	s.lastRes = nil
+	// The translator saw the result line before this (the outbox keeps
+	// order): its stop_reason says whether the model refused.
+	refusal := s.tr.lastStopReason() == "refusal"
+	mine := t != nil && t.inter == inter
+	if mine {
+		s.turn = nil
+	}
+	s.mu.Unlock()
+	for _, u := range s.tr.abandon() {
+		s.send(u)
+	}
+	if u, ok := s.tr.usageUpdate(res); ok {
+		s.send(u)
+	}
+	if !mine {
+		return
+	}
+	switch {
+	case end.Status == executor.StatusFailed && notLoggedIn(end):
+		t.err <- errAuthRequired()
+	case end.Status == executor.StatusFailed && (res == nil || res.Subtype != streamjson.ResultErrorMaxTurns):
+		t.err <- acpsdk.NewInternalError(map[string]any{"error": orText(end.Reason, end.Result.Stderr, "the turn failed")})
+	default:
+		t.done <- acpsdk.PromptResponse{StopReason: stopReason(res, refusal), Meta: usageMeta(res), Usage: promptUsage(res)}
+	}
+}
+
+// runEnded answers a prompt whose run ended under it.
+func (s *session) runEnded(end *relay.End) {
+	s.mu.Lock()
+	t := s.turn
+	s.turn = nil
+	s.mu.Unlock()
+	if t == nil {
+		return
+	}
+	if end.Status == executor.StatusCancelled {
+		t.done <- acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}
+		return
+	}
+	t.err <- acpsdk.NewInternalError(map[string]any{"error": "the Claude CLI ended during the turn: " +
+		orText(end.Reason, end.Result.Stderr, string(end.Status))})
+}
+
+// cancel stops the running turn: the prompt answers cancelled at once, the
+// CLI is interrupted, and permission requests still open are withdrawn.
+// The next prompt waits in the run for the interrupted turn's end, so it
+// never gets that turn's answer.
+func (s *session) cancel() {
+	s.mu.Lock()
+	t, runID := s.turn, s.runID
+	s.turn = nil
+	perms := make([]context.CancelFunc, 0, len(s.perms))
+	for _, c := range s.perms {
+		perms = append(perms, c)
+	}
+	s.mu.Unlock()
+	for _, c := range perms {
+		c()
+	}
+	if runID != "" {
+		if err := s.a.opts.Core.Interrupt("", runID); err != nil {
+			s.a.log.Debug("interrupt", "session", s.id, "err", err)
+		}
+	}
+	if t != nil {
+		s.out.push(func() { t.done <- acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled} })
+	}
+}
+
+// setMode switches the permission mode; current_mode_update confirms it.
+func (s *session) setMode(ctx context.Context, mode string) error {
+	if !s.offersMode(mode) {
+		return acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("mode %q is not offered (modes: %s)", mode, strings.Join(s.modeIDs(), ", "))})
+	}
+	return s.control(ctx, func(reqID, runID string) error { return s.a.opts.Core.SetMode(reqID, runID, mode) }, func() { s.mode = mode })
+}
+
+// setModel switches the model for the next turns.
+func (s *session) setModel(ctx context.Context, model string) error {
+	return s.control(ctx, func(reqID, runID string) error { return s.a.opts.Core.SetModel(reqID, runID, model) }, func() { s.model = model })
+}
+
+// control runs a mid-run change and waits for the CLI to accept or refuse
+// it; with no run live it only changes what the next run starts with.
+func (s *session) control(ctx context.Context, do func(reqID, runID string) error, remember func()) error {
+	reqID := uuid.NewString()
+	ch := make(chan error, 1)
+	s.mu.Lock()
+	runID := s.runID
+	if runID == "" {
+		remember()
+		s.mu.Unlock()
+		return nil
+	}
+	s.waiters[reqID] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.waiters, reqID)
+		s.mu.Unlock()
+	}()
+	if err := do(reqID, runID); err != nil {
+		return errOf(err)
+	}
+	select {
+	case err := <-ch:
+		if err != nil {
+			return acpsdk.NewInternalError(map[string]any{"error": err.Error()})
+		}
+		s.mu.Lock()
+		remember()
+		s.mu.Unlock()
+		return nil
+	case <-time.After(30 * time.Second):
+		return acpsdk.NewInternalError(map[string]any{"error": "the Claude CLI did not confirm the change within 30s"})
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *session) answerWaiter(reqID string, err error) {
+	s.mu.Lock()
+	ch := s.waiters[reqID]
+	s.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- err:
+		default:
+		}
+	}
+}
+
+// answerWaiters tells every waiting change the same outcome. A mode change
+// confirms set_mode, and model changes are confirmed by the CLI's answer,
+// which the executor reports as an error only when it refused.
+func (s *session) answerWaiters(err error) {
+	s.mu.Lock()
+	chs := make([]chan error, 0, len(s.waiters))
+	for _, ch := range s.waiters {
+		chs = append(chs, ch)
+	}
+	s.mu.Unlock()
+	for _, ch := range chs {
+		select {
+		case ch <- err:
+		default:
+		}
+	}
+}
+
+// close ends the session's run after its turn and stops its outbox.
+func (s *session) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	runID := s.runID
+	s.mu.Unlock()
+	if runID != "" {
+		_ = s.a.opts.Core.Cancel(runID)
+	}
+	s.out.close()
+}
+
+// modes is the session's mode state.
+func (s *session) modes() *acpsdk.SessionModeState {
+	s.mu.Lock()
+	cur := s.mode
+	s.mu.Unlock()
+	var modes []acpsdk.SessionMode
+	for _, m := range availableModes {
+		if m.id == "bypassPermissions" && s.a.opts.Root {
+			continue
+		}
+		desc := m.desc
+		modes = append(modes, acpsdk.SessionMode{Id: acpsdk.SessionModeId(m.id), Name: m.name, Description: &desc})
+	}
+	return &acpsdk.SessionModeState{AvailableModes: modes, CurrentModeId: acpsdk.SessionModeId(cur)}
+}
+
+func (s *session) offersMode(id string) bool {
+	for _, m := range s.modeIDs() {
+		if m == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *session) modeIDs() []string {
+	var ids []string
+	for _, m := range s.modes().AvailableModes {
+		ids = append(ids, string(m.Id))
+	}
+	return ids
+}
+
+var availableModes = []struct{ id, name, desc string }{
+	{"default", "Default", "Asks before edits and commands"},
+	{"acceptEdits", "Accept Edits", "Edits run without asking; commands still ask"},
+	{"plan", "Plan", "Plans first: nothing changes until you approve the plan"},
+	{"bypassPermissions", "Bypass Permissions", "Nothing asks"},
+}
+
+// models is the model state from the CLI's initialize response.
+func (s *session) models() *acpsdk.SessionModelState {
+	s.mu.Lock()
+	info, cur := s.info, s.model
+	s.mu.Unlock()
+	var r struct {
+		Models []struct {
+			Value       string `json:"value"`
+			DisplayName string `json:"displayName"`
+			Description string `json:"description"`
+		} `json:"models"`
+	}
+	if json.Unmarshal(info, &r) != nil || len(r.Models) == 0 {
+		return nil
+	}
+	st := &acpsdk.SessionModelState{}
+	for _, m := range r.Models {
+		desc := m.Description
+		st.AvailableModels = append(st.AvailableModels, acpsdk.ModelInfo{ModelId: acpsdk.ModelId(m.Value), Name: orText(m.DisplayName, m.Value), Description: &desc})
+	}
+	st.CurrentModelId = acpsdk.ModelId(orText(cur, r.Models[0].Value))
+	return st
+}
+
+func orText(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/claude-relay/claude-relay/acp"
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/version"
+)
+
+func newACPCmd(a *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "acp",
+		Short: "Serve an Agent Client Protocol client (Zed, JetBrains, Neovim, Emacs) on stdio",
+		Long: "Speaks the Agent Client Protocol (JSON-RPC 2.0, one message per line) on stdin/stdout, so\n" +
+			"an ACP editor can run Claude Code through claude-relay; logs go to stderr. Each ACP session\n" +
+			"is one live run, and every event is forwarded to the backend like a background run's\n" +
+			"(session id = the ACP sessionId). Ends when the editor closes stdin.\n\n" +
+			"Zed (settings.json):\n" +
+			"  \"agent_servers\": {\"Claude Relay\": {\"command\": \"claude-relay\", \"args\": [\"acp\"]}}",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runACP(cmd.Context(), a) },
+	}
+}
+
+func runACP(ctx context.Context, a *App) error {
+	// The helper outlives the first signal: it drains the forwarder after.
+	h, err := a.newHelper(context.WithoutCancel(ctx), false)
+	if err != nil {
+		return err
+	}
+	defer h.backend.Close()
+	stopWatch := a.watchConfig()
+	defer stopWatch()
+	h.fwd.OnError(func(e forwarder.Error) { a.log.Warn("backend delivery", "code", e.Code, "err", e.Message) })
+	h.fwd.Start()
+	c := a.loaded.Config
+	core := relay.New(relay.Options{Executor: h.exec, Spool: h.fwd, State: relay.NewState(c.DataDir),
+		DefaultCwd: c.Workspace, Logger: a.log, CLIError: h.cli.err})
+	home, _ := os.UserHomeDir()
+	if v, ok := a.LookupEnv("HOME"); ok && v != "" {
+		home = v
+	}
+	err = acp.Serve(ctx, acp.Options{Core: core, Home: home, Version: version.Get().Version, Logger: a.log,
+		Root: os.Geteuid() == 0, HasCredentials: func() bool { return a.hasCredentials(home) }}, a.Stdin, a.Stdout)
+	core.Close()
+	dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
+	defer cancel()
+	if derr := h.fwd.Stop(dctx); derr != nil && !errors.Is(derr, forwarder.ErrUndelivered) {
+		a.log.Warn("forwarder drain", "err", derr)
+	}
+	return err
+}
+
+// hasCredentials reports whether the CLI has a way to log in: an API key or
+// token in the environment, or a login in ~/.claude.
+func (a *App) hasCredentials(home string) bool {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"} {
+		if v, ok := a.LookupEnv(k); ok && v != "" {
+			return true
+		}
+	}
+	_, err := os.Stat(filepath.Join(home, ".claude", ".credentials.json"))
+	return err == nil
+}

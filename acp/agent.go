@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ type Agent struct {
 	opts Options
 	log  *slog.Logger
 	conn *acpsdk.AgentSideConnection
+	out  *lineWriter
 	ctx  context.Context // ends when the client goes
 	stop context.CancelFunc
 
@@ -57,6 +59,7 @@ func Serve(ctx context.Context, opts Options, in io.Reader, out io.Writer) error
 	defer a.stop()
 	pr, pw := io.Pipe()
 	w := &lineWriter{w: out}
+	a.out = w
 	a.conn = acpsdk.NewAgentSideConnection(a, w, pr)
 	a.conn.SetLogger(a.log)
 	go filter(in, pw, w)
@@ -152,6 +155,17 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
+	// The session's updates (its commands, first) wait until the client
+	// has the answer that names the session: a client drops updates for a
+	// session it does not know yet.
+	tag := []byte(`"sessionId":"` + s.id + `"`)
+	a.out.afterWrite(func(line []byte) bool {
+		if bytes.Contains(line, tag) && !bytes.Contains(line, []byte(`"method"`)) {
+			s.out.release()
+			return true
+		}
+		return false
+	})
 	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.id), Modes: s.modes(), Models: s.models()}, nil
 }
 
@@ -198,6 +212,7 @@ func (a *Agent) resume(ctx context.Context, id acpsdk.SessionId, cwd string, mcp
 		return nil, err
 	}
 	// Replayed before the response, in order, as session/load asks.
+	s.out.release()
 	done := make(chan struct{})
 	s.out.push(func() {
 		for _, u := range history {

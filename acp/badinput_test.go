@@ -180,3 +180,29 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// session/new's answer comes before any update of the session it names:
+// a client drops updates for a session it does not know yet.
+func TestACPNewSessionAnswerComesFirst(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	api := mockapi.New(t, mockapi.Script{mockapi.TextTurn("unused")})
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	cli.TrustDir(cwd)
+	e := executor.New(executor.Options{CLIPath: cli.Path, BaseEnv: cli.Env(t, api.URL())})
+	r := startRaw(t, relay.New(relay.Options{Executor: e, Spool: &spool{}}), cli.Home)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	r.next()
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":` + toJSON(cwd) + `,"mcpServers":[]}}`)
+	line, err := r.out.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil || m["id"] != float64(2) || m["result"] == nil {
+		t.Fatalf("first line after session/new: %s", line)
+	}
+	line, err = r.out.ReadBytes('\n')
+	if err != nil || !strings.Contains(string(line), "available_commands_update") {
+		t.Errorf("then: %.200s, %v", line, err)
+	}
+}

@@ -10,14 +10,31 @@ type outbox struct {
 	mu     sync.Mutex
 	q      []func()
 	wake   chan struct{}
+	held   bool // nothing runs until release: a new session's updates wait for session/new's answer
 	closed bool
 	done   chan struct{}
 }
 
-func newOutbox() *outbox {
-	o := &outbox{wake: make(chan struct{}, 1), done: make(chan struct{})}
+// newOutbox starts an outbox, held until release when held is set.
+func newOutbox(held bool) *outbox {
+	o := &outbox{wake: make(chan struct{}, 1), done: make(chan struct{}), held: held}
 	go o.loop()
 	return o
+}
+
+// release lets a held outbox run.
+func (o *outbox) release() {
+	o.mu.Lock()
+	o.held = false
+	o.mu.Unlock()
+	o.signal()
+}
+
+func (o *outbox) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
 }
 
 // push queues f; after close it is dropped.
@@ -29,10 +46,7 @@ func (o *outbox) push(f func()) {
 	}
 	o.q = append(o.q, f)
 	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
+	o.signal()
 }
 
 // close runs what is queued, then stops the loop; it waits for that.
@@ -40,12 +54,10 @@ func (o *outbox) close() {
 	o.mu.Lock()
 	already := o.closed
 	o.closed = true
+	o.held = false
 	o.mu.Unlock()
 	if !already {
-		select {
-		case o.wake <- struct{}{}:
-		default:
-		}
+		o.signal()
 	}
 	<-o.done
 }
@@ -55,6 +67,10 @@ func (o *outbox) loop() {
 	for range o.wake {
 		for {
 			o.mu.Lock()
+			if o.held && !o.closed {
+				o.mu.Unlock()
+				break
+			}
 			if len(o.q) == 0 {
 				closed := o.closed
 				o.mu.Unlock()

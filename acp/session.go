@@ -104,7 +104,7 @@ type turn struct {
 
 // open starts a session's first run and waits for its CLI's initialize.
 func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
-	s := &session{a: a, id: sp.id, sp: sp, out: newOutbox(), tr: newTranslator(sp.cwd), mode: "default",
+	s := &session{a: a, id: sp.id, sp: sp, out: newOutbox(true), tr: newTranslator(sp.cwd), mode: "default",
 		waiters: map[string]chan error{}, perms: map[string]context.CancelFunc{}}
 	if err := s.start(); err != nil {
 		s.out.close()

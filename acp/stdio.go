@@ -18,14 +18,30 @@ const maxLine = 8 << 20
 // one message per Write, and so does the filter below, so neither splits
 // the other's line.
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu       sync.Mutex
+	w        io.Writer
+	watchers []func(line []byte) bool // called after each write; true: done, drop it
 }
 
 func (l *lineWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(b)
+	n, err := l.w.Write(b)
+	kept := l.watchers[:0]
+	for _, w := range l.watchers {
+		if !w(b) {
+			kept = append(kept, w)
+		}
+	}
+	l.watchers = kept
+	return n, err
+}
+
+// afterWrite calls w after each line written until it returns true.
+func (l *lineWriter) afterWrite(w func(line []byte) bool) {
+	l.mu.Lock()
+	l.watchers = append(l.watchers, w)
+	l.mu.Unlock()
 }
 
 // filter passes the client's well-formed JSON-RPC messages on to the SDK and

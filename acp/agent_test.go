@@ -351,3 +351,32 @@ func sleeping(seconds string) bool {
 	out, _ := exec.Command("pgrep", "-x", "-f", "sleep "+seconds).Output()
 	return len(strings.TrimSpace(string(out))) > 0
 }
+
+// An image and an embedded text resource reach the model as an image block
+// and as text naming the resource.
+func TestACPImageAndResourcePrompt(t *testing.T) {
+	e := startAgent(t, mockapi.Script{mockapi.TextTurn("A red pixel.")})
+	id := e.newSession()
+	// A 1x1 PNG.
+	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+	res, err := e.conn.Prompt(e.ctx(), acpsdk.PromptRequest{SessionId: id, Prompt: []acpsdk.ContentBlock{
+		acpsdk.TextBlock("what is this?"),
+		acpsdk.ImageBlock(png, "image/png"),
+		{Resource: &acpsdk.ContentBlockResource{Type: "resource", Resource: acpsdk.EmbeddedResourceResource{
+			TextResourceContents: &acpsdk.TextResourceContents{Uri: "file:///w/notes.md", Text: "remember the pixel"}}}},
+	}})
+	if err != nil || res.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt %+v, %v", res, err)
+	}
+	last, ok := e.api.LastMainRequest()
+	if !ok {
+		t.Fatal("no request")
+	}
+	imgs, err := last.Images()
+	if err != nil || len(imgs) != 1 || imgs[0].MediaType != "image/png" || len(imgs[0].Data) == 0 {
+		t.Errorf("images %+v, %v", imgs, err)
+	}
+	if body := string(last.Body); !strings.Contains(body, "remember the pixel") || !strings.Contains(body, "@/w/notes.md") {
+		t.Errorf("the resource did not reach the model: %.500s", body)
+	}
+}

@@ -138,31 +138,32 @@ func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
 // start begins a live run with no turn: the CLI starts and initializes,
 // and the next prompt is its first turn.
 func (s *session) start() error {
+	s.mu.Lock()
 	sp := s.sp
 	req := relay.Request{RunID: uuid.NewString(), SessionID: sp.id, Cwd: sp.cwd, Approvals: true,
 		KeepAlive: true, Idle: true, IdleTimeout: 24 * time.Hour, PartialMessages: true,
-		SystemPromptAppend: sp.appendPrompt, PermissionMode: s.mode,
+		SystemPromptAppend: sp.appendPrompt, PermissionMode: s.mode, Model: s.model,
 		CLI: relay.CLIOptions{MCPServers: sp.mcp, SystemPrompt: sp.systemPrompt, AddDirs: sp.addDirs}}
 	if sp.resume {
 		req.Resume = sp.id
 	} else {
 		req.ConversationID = sp.id
 	}
-	if s.model != "" {
-		req.Model = s.model
-	}
-	s.mu.Lock()
+	// Set before the run starts: its first events (an instant end among
+	// them) must find it.
+	s.runID = req.RunID
 	s.infoC = make(chan struct{})
 	s.mu.Unlock()
-	run, err := s.a.opts.Core.Start(req, s)
-	if err != nil {
+	if _, err := s.a.opts.Core.Start(req, s); err != nil {
+		s.mu.Lock()
+		s.runID = ""
+		s.mu.Unlock()
 		return errOf(err)
 	}
-	s.mu.Lock()
-	s.runID = run.ID()
-	s.mu.Unlock()
 	// From now on the conversation exists: a restart resumes it.
+	s.mu.Lock()
 	s.sp.resume = true
+	s.mu.Unlock()
 	return nil
 }
 
@@ -229,7 +230,9 @@ func (s *session) Event(e relay.Event) {
 			s.stopWhy = orText(e.End.Reason, e.End.Result.Stderr)
 			close(s.infoC)
 		}
-		s.runID = ""
+		if s.runID == e.RunID {
+			s.runID = ""
+		}
 		s.mu.Unlock()
 		s.answerWaiters(fmt.Errorf("the session's Claude CLI ended: %s", orText(e.End.Reason, string(e.End.Status))))
 		s.out.push(func() { s.runEnded(e.End) })

@@ -2,10 +2,14 @@
 
 CLI_VERSION        := 2.1.330
 SDK_VERSION        := 0.3.330
+ACP_SDK_VERSION    := 2.4.0
+ZED_ACP_VERSION    := 0.23.1
 STATICCHECK        := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 CACHE_DIR          ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/claude-relay
 CLI_DIR            := $(CACHE_DIR)/cli-$(CLI_VERSION)
 SDK_DIR            := $(CACHE_DIR)/agent-sdk-$(SDK_VERSION)
+ACP_SDK_DIR        := $(CACHE_DIR)/acp-sdk-$(ACP_SDK_VERSION)
+ZED_ACP_DIR        := $(CACHE_DIR)/claude-agent-acp-$(ZED_ACP_VERSION)
 GOBIN_DIR          := $(CACHE_DIR)/bin
 BIN                := bin/claude-relay
 VERSION            ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -22,6 +26,11 @@ export PROMPT
 
 export CLAUDE_RELAY_TEST_CLI ?= $(CLI_DIR)/node_modules/.bin/claude
 export CLAUDE_RELAY_AGENT_SDK ?= $(SDK_DIR)/node_modules/@anthropic-ai/claude-agent-sdk
+# The official ACP TypeScript SDK (its client drives `claude-relay acp` in the
+# acp tests) and Zed's own Claude ACP adapter, the reference agent the acp
+# tests and benchmarks compare ours with.
+export CLAUDE_RELAY_ACP_SDK ?= $(ACP_SDK_DIR)/node_modules/@agentclientprotocol/sdk
+export CLAUDE_RELAY_ZED_ACP ?= $(ZED_ACP_DIR)/node_modules/@zed-industries/claude-agent-acp
 
 .PHONY: help run build test unit lint deps bench fuzz flake
 
@@ -72,7 +81,7 @@ lint: ## go vet, staticcheck, gofmt and go mod tidy must be clean
 	      END { exit bad }' "$$tmp/diff"; then \
 	    echo "go mod tidy would change the lines above: run go mod tidy -e, then commit go.mod and go.sum"; exit 1; fi
 
-deps: ## install the pinned Claude CLI and Agent SDK (npm) into $(CACHE_DIR)
+deps: ## install the pinned Claude CLI, Agent SDK, ACP SDK and Zed's ACP adapter (npm) into $(CACHE_DIR)
 	@if [ -x "$(CLI_DIR)/node_modules/.bin/claude" ] && \
 	    "$(CLI_DIR)/node_modules/.bin/claude" --version 2>/dev/null | grep -q '^$(CLI_VERSION) '; then \
 	  echo "claude $(CLI_VERSION) present in $(CLI_DIR)"; \
@@ -85,6 +94,18 @@ deps: ## install the pinned Claude CLI and Agent SDK (npm) into $(CACHE_DIR)
 	else \
 	  mkdir -p "$(SDK_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(SDK_DIR)" \
 	    @anthropic-ai/claude-agent-sdk@$(SDK_VERSION); \
+	fi
+	@if [ -f "$(ACP_SDK_DIR)/node_modules/@agentclientprotocol/sdk/package.json" ]; then \
+	  echo "@agentclientprotocol/sdk $(ACP_SDK_VERSION) present in $(ACP_SDK_DIR)"; \
+	else \
+	  mkdir -p "$(ACP_SDK_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(ACP_SDK_DIR)" \
+	    @agentclientprotocol/sdk@$(ACP_SDK_VERSION); \
+	fi
+	@if [ -f "$(ZED_ACP_DIR)/node_modules/@zed-industries/claude-agent-acp/package.json" ]; then \
+	  echo "claude-agent-acp $(ZED_ACP_VERSION) present in $(ZED_ACP_DIR)"; \
+	else \
+	  mkdir -p "$(ZED_ACP_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(ZED_ACP_DIR)" \
+	    @zed-industries/claude-agent-acp@$(ZED_ACP_VERSION); \
 	fi
 
 bench: deps ## run the benchmarks and print a table with same-run baselines

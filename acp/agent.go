@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,7 +110,7 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 			McpCapabilities:    acpsdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: acpsdk.SessionCapabilities{
 				List: &acpsdk.SessionListCapabilities{}, Resume: &acpsdk.SessionResumeCapabilities{},
-				Close: &acpsdk.SessionCloseCapabilities{},
+				Close: &acpsdk.SessionCloseCapabilities{}, Fork: &acpsdk.SessionForkCapabilities{},
 			},
 		},
 		AuthMethods: []acpsdk.AuthMethod{
@@ -128,13 +129,13 @@ const (
 // Authenticate implements acpsdk.Agent. The CLI does its own login; this
 // says whether it can, and how to when it cannot.
 func (a *Agent) Authenticate(_ context.Context, p acpsdk.AuthenticateRequest) (acpsdk.AuthenticateResponse, error) {
-	if a.opts.HasCredentials != nil && a.opts.HasCredentials() {
-		return acpsdk.AuthenticateResponse{}, nil
-	}
 	switch p.MethodId {
 	case authLogin, authAPIKey:
 	default:
 		return acpsdk.AuthenticateResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown auth method %q (known: %s, %s)", p.MethodId, authLogin, authAPIKey)})
+	}
+	if a.opts.HasCredentials != nil && a.opts.HasCredentials() {
+		return acpsdk.AuthenticateResponse{}, nil
 	}
 	return acpsdk.AuthenticateResponse{}, errAuthRequired()
 }
@@ -155,18 +156,8 @@ func (a *Agent) NewSession(ctx context.Context, p acpsdk.NewSessionRequest) (acp
 	if err != nil {
 		return acpsdk.NewSessionResponse{}, err
 	}
-	// The session's updates (its commands, first) wait until the client
-	// has the answer that names the session: a client drops updates for a
-	// session it does not know yet.
-	tag := []byte(`"sessionId":"` + s.id + `"`)
-	a.out.afterWrite(func(line []byte) bool {
-		if bytes.Contains(line, tag) && !bytes.Contains(line, []byte(`"method"`)) {
-			s.out.release()
-			return true
-		}
-		return false
-	})
-	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.id), Modes: s.modes(), Models: s.models()}, nil
+	a.releaseAfterAnswer(s)
+	return acpsdk.NewSessionResponse{SessionId: acpsdk.SessionId(s.id), Modes: s.modes(), Models: s.models(), ConfigOptions: s.configOptions()}, nil
 }
 
 // LoadSession implements acpsdk.AgentLoader: the conversation is replayed
@@ -176,7 +167,7 @@ func (a *Agent) LoadSession(ctx context.Context, p acpsdk.LoadSessionRequest) (a
 	if err != nil {
 		return acpsdk.LoadSessionResponse{}, err
 	}
-	return acpsdk.LoadSessionResponse{Modes: s.modes(), Models: s.models()}, nil
+	return acpsdk.LoadSessionResponse{Modes: s.modes(), Models: s.models(), ConfigOptions: s.configOptions()}, nil
 }
 
 // ResumeSession implements acpsdk.Agent: LoadSession without the replay.
@@ -185,17 +176,15 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 	if err != nil {
 		return acpsdk.ResumeSessionResponse{}, err
 	}
-	return acpsdk.ResumeSessionResponse{Modes: s.modes(), Models: s.models()}, nil
+	return acpsdk.ResumeSessionResponse{Modes: s.modes(), Models: s.models(), ConfigOptions: s.configOptions()}, nil
 }
 
 func (a *Agent) resume(ctx context.Context, id acpsdk.SessionId, cwd string, mcp []acpsdk.McpServer, meta map[string]any, dirs []string, replayIt bool) (*session, error) {
-	if _, err := a.session(id); err == nil {
-		return nil, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("session %q is already open in this agent", id)})
-	}
 	spec, err := a.specOf(cwd, mcp, meta, dirs)
 	if err != nil {
 		return nil, err
 	}
+	open, _ := a.session(id)
 	path := transcriptPath(a.opts.Home, spec.cwd, string(id))
 	if _, err := os.Stat(path); err != nil {
 		return nil, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no conversation %q for %s: the CLI keeps none at %s", id, spec.cwd, path)})
@@ -207,11 +196,14 @@ func (a *Agent) resume(ctx context.Context, id acpsdk.SessionId, cwd string, mcp
 			return nil, acpsdk.NewInternalError(map[string]any{"error": fmt.Sprintf("read the conversation %s: %v", path, err)})
 		}
 	}
-	s, err := a.open(ctx, spec)
-	if err != nil {
-		return nil, err
+	s := open
+	if s == nil {
+		if s, err = a.open(ctx, spec); err != nil {
+			return nil, err
+		}
 	}
-	// Replayed before the response, in order, as session/load asks.
+	// Replayed before the response, in order, as session/load asks. A
+	// session already open here goes on as it is.
 	s.out.release()
 	done := make(chan struct{})
 	s.out.push(func() {
@@ -225,6 +217,58 @@ func (a *Agent) resume(ctx context.Context, id acpsdk.SessionId, cwd string, mcp
 	case <-a.ctx.Done():
 	}
 	return s, nil
+}
+
+// UnstableForkSession serves session/fork: a new session whose conversation
+// starts as a copy of sessionId's.
+func (a *Agent) UnstableForkSession(ctx context.Context, p acpsdk.UnstableForkSessionRequest) (acpsdk.UnstableForkSessionResponse, error) {
+	var mcp []acpsdk.McpServer
+	if err := convert(&mcp, p.McpServers); err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "mcpServers: " + err.Error()})
+	}
+	spec, err := a.specOf(p.Cwd, mcp, p.Meta, p.AdditionalDirectories)
+	if err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, err
+	}
+	path := transcriptPath(a.opts.Home, spec.cwd, string(p.SessionId))
+	if _, err := os.Stat(path); err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no conversation %q for %s to fork: the CLI keeps none at %s", p.SessionId, spec.cwd, path)})
+	}
+	spec.forkFrom = string(p.SessionId)
+	s, err := a.open(ctx, spec)
+	if err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, err
+	}
+	a.releaseAfterAnswer(s)
+	resp := acpsdk.UnstableForkSessionResponse{SessionId: acpsdk.SessionId(s.id), Modes: s.modes()}
+	if err := errors.Join(convert(&resp.Models, s.models()), convert(&resp.ConfigOptions, s.configOptions())); err != nil {
+		return resp, acpsdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	return resp, nil
+}
+
+// releaseAfterAnswer holds a new session's updates (its commands, first)
+// until the client has the answer that names the session: a client drops
+// updates for a session it does not know yet.
+func (a *Agent) releaseAfterAnswer(s *session) {
+	tag := []byte(`"sessionId":"` + s.id + `"`)
+	a.out.afterWrite(func(line []byte) bool {
+		if bytes.Contains(line, tag) && !bytes.Contains(line, []byte(`"method"`)) {
+			s.out.release()
+			return true
+		}
+		return false
+	})
+}
+
+// convert copies between the SDK's stable and unstable twins of a type,
+// which have the same JSON.
+func convert(dst, src any) error {
+	b, err := json.Marshal(src)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, dst)
 }
 
 // CloseSession implements acpsdk.Agent: the session's run ends after its
@@ -293,10 +337,21 @@ func (a *Agent) UnstableSetSessionModel(ctx context.Context, p acpsdk.UnstableSe
 	return acpsdk.UnstableSetSessionModelResponse{}, s.setModel(ctx, string(p.ModelId))
 }
 
-// SetSessionConfigOption implements acpsdk.Agent: no config options are
-// offered.
-func (a *Agent) SetSessionConfigOption(context.Context, acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
-	return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewMethodNotFound(acpsdk.AgentMethodSessionSetConfigOption)
+// SetSessionConfigOption implements acpsdk.Agent: the mode and the model
+// are selects.
+func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionConfigOptionRequest) (acpsdk.SetSessionConfigOptionResponse, error) {
+	if p.ValueId == nil {
+		return acpsdk.SetSessionConfigOptionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "the mode and model options take a value id, not a boolean"})
+	}
+	s, err := a.session(p.ValueId.SessionId)
+	if err != nil {
+		return acpsdk.SetSessionConfigOptionResponse{}, err
+	}
+	opts, err := s.setConfig(ctx, string(p.ValueId.ConfigId), string(p.ValueId.Value))
+	if err != nil {
+		return acpsdk.SetSessionConfigOptionResponse{}, err
+	}
+	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: opts}, nil
 }
 
 // errOf turns a core refusal into a JSON-RPC error a client can show.

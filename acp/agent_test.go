@@ -380,3 +380,49 @@ func TestACPImageAndResourcePrompt(t *testing.T) {
 		t.Errorf("the resource did not reach the model: %.500s", body)
 	}
 }
+
+// set_model and the config options switch the model; fork starts a new
+// session on a copy of the conversation.
+func TestACPModelConfigAndFork(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	cli.TrustDir(cwd)
+	api := mockapi.New(t, mockapi.Script{mockapi.TextTurn("first answer"), mockapi.TextTurn("forked answer")})
+	e := startAgentWith(t, cli, api, cwd)
+	if _, err := e.conn.Initialize(e.ctx(), acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := e.conn.NewSession(e.ctx(), acpsdk.NewSessionRequest{Cwd: cwd, McpServers: []acpsdk.McpServer{}})
+	if err != nil || ns.Models == nil || len(ns.ConfigOptions) != 2 {
+		t.Fatalf("session/new %+v, %v", ns, err)
+	}
+	model := ns.Models.AvailableModels[len(ns.Models.AvailableModels)-1].ModelId
+	if _, err := e.conn.UnstableSetSessionModel(e.ctx(), acpsdk.UnstableSetSessionModelRequest{SessionId: ns.SessionId, ModelId: acpsdk.UnstableModelId(model)}); err != nil {
+		t.Fatalf("set_model %s: %v", model, err)
+	}
+	if _, err := e.conn.UnstableSetSessionModel(e.ctx(), acpsdk.UnstableSetSessionModelRequest{SessionId: ns.SessionId, ModelId: "no-such-model"}); err == nil {
+		t.Error("an unknown model was accepted")
+	}
+	res, err := e.conn.SetSessionConfigOption(e.ctx(), acpsdk.SetSessionConfigOptionRequest{ValueId: &acpsdk.SetSessionConfigOptionValueId{
+		SessionId: ns.SessionId, ConfigId: "mode", Value: "plan"}})
+	if err != nil || string(res.ConfigOptions[0].Select.CurrentValue) != "plan" {
+		t.Fatalf("set_config_option %+v, %v", res, err)
+	}
+	if r, err := e.prompt(ns.SessionId, "remember pelican"); err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt %+v, %v", r, err)
+	}
+	fork, err := e.conn.UnstableForkSession(e.ctx(), acpsdk.UnstableForkSessionRequest{SessionId: ns.SessionId, Cwd: cwd})
+	if err != nil || fork.SessionId == "" || fork.SessionId == ns.SessionId {
+		t.Fatalf("fork %+v, %v", fork, err)
+	}
+	if r, err := e.prompt(fork.SessionId, "and now?"); err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt in the fork %+v, %v", r, err)
+	}
+	last, _ := api.LastMainRequest()
+	if !strings.Contains(string(last.Body), "remember pelican") {
+		t.Error("the fork lost the history")
+	}
+	if _, err := os.Stat(transcriptPath(cli.Home, cwd, string(fork.SessionId))); err != nil {
+		t.Errorf("the fork's conversation is not the fork's session id: %v", err)
+	}
+}

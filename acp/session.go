@@ -25,6 +25,7 @@ const initTimeout = 60 * time.Second
 type spec struct {
 	id           string // the ACP sessionId: also the backend session and the CLI conversation
 	resume       bool   // the conversation exists: resume it rather than create it
+	forkFrom     string // the first run forks this conversation into id
 	cwd          string
 	mcp          json.RawMessage
 	systemPrompt string // replaces the default
@@ -86,9 +87,8 @@ type session struct {
 	turn    *turn  // the prompt waiting for its answer
 	mode    string
 	model   string
-	info    json.RawMessage       // the CLI's initialize response
-	infoC   chan struct{}         // closed when info arrives or the run ends
-	waiters map[string]chan error // set_mode/set_model requests by request ID
+	info    json.RawMessage // the CLI's initialize response
+	infoC   chan struct{}   // closed when info arrives or the run ends
 	perms   map[string]context.CancelFunc
 	lastRes *streamjson.Result // the running turn's result line
 	stopWhy string
@@ -105,7 +105,7 @@ type turn struct {
 // open starts a session's first run and waits for its CLI's initialize.
 func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
 	s := &session{a: a, id: sp.id, sp: sp, out: newOutbox(true), tr: newTranslator(sp.cwd), mode: "default",
-		waiters: map[string]chan error{}, perms: map[string]context.CancelFunc{}}
+		perms: map[string]context.CancelFunc{}}
 	if err := s.start(); err != nil {
 		s.out.close()
 		return nil, err
@@ -144,9 +144,12 @@ func (s *session) start() error {
 		KeepAlive: true, Idle: true, IdleTimeout: 24 * time.Hour, PartialMessages: true,
 		SystemPromptAppend: sp.appendPrompt, PermissionMode: s.mode, Model: s.model,
 		CLI: relay.CLIOptions{MCPServers: sp.mcp, SystemPrompt: sp.systemPrompt, AddDirs: sp.addDirs}}
-	if sp.resume {
+	switch {
+	case sp.forkFrom != "":
+		req.Resume, req.Fork, req.ConversationID = sp.forkFrom, true, sp.id
+	case sp.resume:
 		req.Resume = sp.id
-	} else {
+	default:
 		req.ConversationID = sp.id
 	}
 	// Set before the run starts: its first events (an instant end among
@@ -162,7 +165,7 @@ func (s *session) start() error {
 	}
 	// From now on the conversation exists: a restart resumes it.
 	s.mu.Lock()
-	s.sp.resume = true
+	s.sp.resume, s.sp.forkFrom = true, ""
 	s.mu.Unlock()
 	return nil
 }
@@ -199,8 +202,7 @@ func (s *session) Event(e relay.Event) {
 		s.mu.Unlock()
 		s.out.push(func() {
 			s.send(acpsdk.SessionUpdate{CurrentModeUpdate: &acpsdk.SessionCurrentModeUpdate{CurrentModeId: acpsdk.SessionModeId(e.Mode)}})
-			// After the update: set_mode's answer must not overtake it.
-			s.answerWaiters(nil)
+			s.send(acpsdk.SessionUpdate{ConfigOptionUpdate: &acpsdk.SessionConfigOptionUpdate{ConfigOptions: s.configOptions()}})
 		})
 	case relay.KindApprovalRequested:
 		ap := e.Approval
@@ -220,8 +222,6 @@ func (s *session) Event(e relay.Event) {
 		}
 	case relay.KindLimitNotice:
 		s.out.push(func() { s.send(acpsdk.UpdateAgentMessageText("\n" + e.Text + "\n")) })
-	case relay.KindError:
-		s.answerWaiter(e.RequestID, e.Err)
 	case relay.KindTurnCompleted:
 		s.out.push(func() { s.turnEnded(e.InteractionID, e.End) })
 	case relay.KindEnded:
@@ -234,7 +234,6 @@ func (s *session) Event(e relay.Event) {
 			s.runID = ""
 		}
 		s.mu.Unlock()
-		s.answerWaiters(fmt.Errorf("the session's Claude CLI ended: %s", orText(e.End.Reason, string(e.End.Status))))
 		s.out.push(func() { s.runEnded(e.End) })
 	}
 }
@@ -372,24 +371,27 @@ func (s *session) cancel() {
 	}
 }
 
-// setMode switches the permission mode; current_mode_update confirms it.
+// setMode switches the permission mode; current_mode_update confirms it,
+// before the answer.
 func (s *session) setMode(ctx context.Context, mode string) error {
 	if !s.offersMode(mode) {
 		return acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("mode %q is not offered (modes: %s)", mode, strings.Join(s.modeIDs(), ", "))})
 	}
-	return s.control(ctx, func(reqID, runID string) error { return s.a.opts.Core.SetMode(reqID, runID, mode) }, func() { s.mode = mode })
+	return s.control(ctx, func(runID string) error { return s.a.opts.Core.SetModeWait(ctx, runID, mode) }, func() { s.mode = mode })
 }
 
 // setModel switches the model for the next turns.
 func (s *session) setModel(ctx context.Context, model string) error {
-	return s.control(ctx, func(reqID, runID string) error { return s.a.opts.Core.SetModel(reqID, runID, model) }, func() { s.model = model })
+	if !s.offersModel(model) {
+		return acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("model %q is not offered (models: %s)", model, strings.Join(s.modelIDs(), ", "))})
+	}
+	return s.control(ctx, func(runID string) error { return s.a.opts.Core.SetModelWait(ctx, runID, model) }, func() { s.model = model })
 }
 
-// control runs a mid-run change and waits for the CLI to accept or refuse
-// it; with no run live it only changes what the next run starts with.
-func (s *session) control(ctx context.Context, do func(reqID, runID string) error, remember func()) error {
-	reqID := uuid.NewString()
-	ch := make(chan error, 1)
+// control runs a mid-run change and answers once the CLI took it and the
+// updates it caused were sent; with no run live it only changes what the
+// next run starts with.
+func (s *session) control(ctx context.Context, do func(runID string) error, remember func()) error {
 	s.mu.Lock()
 	runID := s.runID
 	if runID == "" {
@@ -397,59 +399,24 @@ func (s *session) control(ctx context.Context, do func(reqID, runID string) erro
 		s.mu.Unlock()
 		return nil
 	}
-	s.waiters[reqID] = ch
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.waiters, reqID)
-		s.mu.Unlock()
-	}()
-	if err := do(reqID, runID); err != nil {
+	if err := do(runID); err != nil {
 		return errOf(err)
 	}
+	s.mu.Lock()
+	remember()
+	s.mu.Unlock()
+	s.flush()
+	return nil
+}
+
+// flush waits until the outbox has sent everything queued so far.
+func (s *session) flush() {
+	done := make(chan struct{})
+	s.out.push(func() { close(done) })
 	select {
-	case err := <-ch:
-		if err != nil {
-			return acpsdk.NewInternalError(map[string]any{"error": err.Error()})
-		}
-		s.mu.Lock()
-		remember()
-		s.mu.Unlock()
-		return nil
-	case <-time.After(30 * time.Second):
-		return acpsdk.NewInternalError(map[string]any{"error": "the Claude CLI did not confirm the change within 30s"})
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *session) answerWaiter(reqID string, err error) {
-	s.mu.Lock()
-	ch := s.waiters[reqID]
-	s.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- err:
-		default:
-		}
-	}
-}
-
-// answerWaiters tells every waiting change the same outcome. A mode change
-// confirms set_mode, and model changes are confirmed by the CLI's answer,
-// which the executor reports as an error only when it refused.
-func (s *session) answerWaiters(err error) {
-	s.mu.Lock()
-	chs := make([]chan error, 0, len(s.waiters))
-	for _, ch := range s.waiters {
-		chs = append(chs, ch)
-	}
-	s.mu.Unlock()
-	for _, ch := range chs {
-		select {
-		case ch <- err:
-		default:
-		}
+	case <-done:
+	case <-s.a.ctx.Done():
 	}
 }
 

@@ -136,8 +136,8 @@ func validate(req Request) error {
 		if _, err := uuid.Parse(req.SessionID); err != nil {
 			return fmt.Errorf("%w: session id %q is not a UUID (the CLI's --session-id takes one)", ErrBadRequest, req.SessionID)
 		}
-		if req.Resume != "" || req.Continue {
-			return fmt.Errorf("%w: a session id names a new conversation: not with resume or continue", ErrBadRequest)
+		if (req.Resume != "" || req.Continue) && !req.Fork {
+			return fmt.Errorf("%w: a session id names a new conversation: not with resume or continue, unless forking", ErrBadRequest)
 		}
 	}
 	if req.MaxTurns < 0 {

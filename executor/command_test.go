@@ -216,6 +216,7 @@ func TestValidateTypedOptions(t *testing.T) {
 		{Request{AllowedTools: []string{"Read", " "}}, `allowed_tools[1]: empty tool name`},
 		{Request{SessionID: "abc"}, `session id "abc" is not a UUID`},
 		{Request{SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21", Resume: "x"}, `a session id names a new conversation`},
+		{Request{SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21", Resume: "x", Fork: true}, ``},
 		{Request{Idle: true}, `an idle start is a keep-alive run with no prompt`},
 		{Request{Idle: true, KeepAlive: true, Prompt: "x"}, `an idle start is a keep-alive run with no prompt`},
 		{Request{DisallowedTools: []string{""}}, `disallowed_tools[0]: empty tool name`},

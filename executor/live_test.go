@@ -576,3 +576,21 @@ func TestLiveIdleStartEndedBeforeAnySend(t *testing.T) {
 		t.Fatalf("result %+v, %v", res, err)
 	}
 }
+
+// A fork can be given its conversation ID too.
+func TestRealForkWithSessionID(t *testing.T) {
+	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("first"), mockapi.TextTurn("forked")}, nil)
+	first, _ := env.run(t, Request{Prompt: "remember pelican"}, nil)
+	if first.Status != StatusCompleted {
+		t.Fatalf("first %+v", first)
+	}
+	id := "5d1c9a63-2b1e-4f7a-9c1e-0a6f3b2d8e47"
+	forked, _ := env.run(t, Request{Prompt: "fork it", Resume: first.ConversationID, Fork: true, SessionID: id}, nil)
+	if forked.Status != StatusCompleted || forked.ConversationID != id {
+		t.Fatalf("forked %+v, want conversation %s", forked, id)
+	}
+	last, _ := env.api.LastMainRequest()
+	if !strings.Contains(string(last.Body), "remember pelican") {
+		t.Error("the fork lost the history")
+	}
+}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,6 +96,29 @@ func (c *Core) SetModel(requestID, runID, model string) error {
 	return r.input(requestID, executor.Input{Kind: executor.InputSetModel, Model: model})
 }
 
+// SetModeWait is SetMode for a front end that answers only once the CLI
+// took the change (ACP): it returns the CLI's refusal, if any, instead of
+// reporting it as a KindError. KindModeChanged still follows a change.
+func (c *Core) SetModeWait(ctx context.Context, runID, mode string) error {
+	if !slices.Contains(PermissionModes, mode) {
+		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", mode, strings.Join(PermissionModes, ", "))
+	}
+	r, err := c.liveRun(runID)
+	if err != nil {
+		return err
+	}
+	return r.inputWait(ctx, executor.Input{Kind: executor.InputSetMode, Mode: permissionMode(mode)})
+}
+
+// SetModelWait is SetModel, answered once the CLI took the change.
+func (c *Core) SetModelWait(ctx context.Context, runID, model string) error {
+	r, err := c.liveRun(runID)
+	if err != nil {
+		return err
+	}
+	return r.inputWait(ctx, executor.Input{Kind: executor.InputSetModel, Model: model})
+}
+
 // End closes a live run after its running turn and the queued sends; its
 // KindEnded aggregates every turn.
 func (c *Core) End(requestID, runID string) error {
@@ -159,6 +183,27 @@ func (r *Run) input(requestID string, in executor.Input) error {
 		}
 	})
 	return nil
+}
+
+// inputWait hands in to the run's executor loop and waits for its outcome.
+func (r *Run) inputWait(ctx context.Context, in executor.Input) error {
+	done := make(chan error, 1)
+	in.Done = done
+	select {
+	case r.inputs() <- in:
+	case <-r.ctx.Done():
+		return fmt.Errorf("%w %q", ErrUnknownRun, r.id)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-r.ctx.Done():
+		return fmt.Errorf("%w %q (it ended before the CLI answered)", ErrUnknownRun, r.id)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // turnCompleted spools a live run's turn end, moves to the next queued

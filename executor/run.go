@@ -147,8 +147,11 @@ func (r *run) execute(ctx context.Context, start time.Time, program string, args
 		return failed(start, err), err
 	}
 	defer p.closeAll()
+	// The token tells this start's processes from those of another helper's
+	// run with the same (client-chosen) ID, which our cleanup must not kill.
+	token := proc.NewToken()
 	cmd := exec.Command(program, args...)
-	cmd.Env, cmd.Dir = env, r.req.Cwd
+	cmd.Env, cmd.Dir = proc.WithToken(env, token), r.req.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdinR, p.stdoutW, p.stderrW
 	cmd.SysProcAttr = proc.SysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -156,7 +159,7 @@ func (r *run) execute(ctx context.Context, start time.Time, program string, args
 		return failed(start, err), err
 	}
 	p.closeChildEnds()
-	r.tree = proc.Tree{PGID: cmd.Process.Pid, RunID: r.req.RunID}
+	r.tree = proc.Tree{PGID: cmd.Process.Pid, RunID: r.req.RunID, Token: token}
 	r.tree.Root, _ = proc.Lookup(cmd.Process.Pid)
 	r.register()
 	defer r.unregister()
@@ -383,7 +386,7 @@ func (r *run) register() {
 		return
 	}
 	self, _ := proc.Lookup(os.Getpid())
-	rec := proc.Record{RunID: r.req.RunID, Helper: self, CLI: r.tree.Root, PGID: r.tree.PGID, Started: time.Now()}
+	rec := proc.Record{RunID: r.req.RunID, Token: r.tree.Token, Helper: self, CLI: r.tree.Root, PGID: r.tree.PGID, Started: time.Now()}
 	if err := r.e.opts.Registry.Register(rec); err != nil {
 		r.e.log.Warn("cannot record the run; a crash could leave it running", "run_id", r.req.RunID, "err", err)
 	}

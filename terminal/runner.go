@@ -85,14 +85,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, d := range dropped {
 		o.Logger.Warn(d.String(), "run_id", o.RunID)
 	}
-	r := &runner{o: o, env: env, res: &Result{}, seen: map[string]struct{}{}, before: transcriptSizes(o, env)}
+	// The token tells this start's processes from another helper's start
+	// of the same run ID: the kill at the end takes only ours.
+	token := proc.NewToken()
+	env = proc.WithToken(env, token)
+	r := &runner{o: o, env: env, token: token, res: &Result{}, seen: map[string]struct{}{}, before: transcriptSizes(o, env)}
 	return r.run(ctx)
 }
 
 type runner struct {
-	o   Options
-	env []string // the CLI's environment
-	res *Result
+	o     Options
+	env   []string // the CLI's environment
+	token string   // marks this start's processes (proc.TokenEnv)
+	res   *Result
 
 	mu         sync.Mutex
 	tailing    bool                // a hook named the transcript: the tailer is started
@@ -168,7 +173,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	cb.Close(sctx)
 	cancel()
 	r.stopTail()
-	proc.KillNow(proc.Tree{RunID: r.o.RunID}) // tools the CLI left running
+	proc.KillNow(proc.Tree{RunID: r.o.RunID, Token: r.token}) // tools the CLI left running
 
 	r.mu.Lock()
 	r.res.ExitCode, r.res.ConversationID, r.res.Hooks, r.res.TranscriptRows = code, r.convID, r.hookCount, r.rows

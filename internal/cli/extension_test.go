@@ -52,8 +52,10 @@ type extProc struct {
 	mu       sync.Mutex
 	lines    [][]byte
 	events   []extension.Event
+	eventAt  []int // index in lines of each event
 	problems []string
 	changed  chan struct{}
+	failures map[int]bool // run_failed events waitFor has returned, by index
 }
 
 type syncBuffer = syncbuf.Buffer
@@ -157,6 +159,7 @@ func (p *extProc) add(line []byte) {
 			p.problems = append(p.problems, fmt.Sprintf("event without a name or RFC 3339 UTC timestamp: %.200s", line))
 		}
 		p.events = append(p.events, ev)
+		p.eventAt = append(p.eventAt, len(p.lines)-1)
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})
@@ -178,7 +181,11 @@ func (p *extProc) prompt(runID, session, prompt string, o extension.PromptOption
 	p.send(extension.Command{Action: extension.ActionPrompt, RequestID: "req-" + runID, RunID: runID, SessionID: session, Prompt: &prompt, Options: o})
 }
 
-// waitFor returns the first event, in order of writing, that matches.
+// waitFor returns the first event, in order of writing, that matches. A
+// run_failed that does not match fails the test at once, with the event in
+// full (reason, exit status, stderr): a run that failed will not bring what
+// the test waits for, and waiting out extTimeout would only hide why. A
+// run_failed that an earlier waitFor returned is the test's to judge.
 func (p *extProc) waitFor(what string, match func(extension.Event) bool) extension.Event {
 	p.t.Helper()
 	deadline := time.After(extTimeout)
@@ -187,9 +194,17 @@ func (p *extProc) waitFor(what string, match func(extension.Event) bool) extensi
 		p.mu.Lock()
 		evs, changed := p.events[seen:], p.changed
 		p.mu.Unlock()
-		for _, ev := range evs {
+		for i, ev := range evs {
+			failed := ev.Event == extension.EventRunFailed
 			if match(ev) {
+				if failed {
+					p.handled(seen + i)
+				}
 				return ev
+			}
+			if failed && !p.wasHandled(seen+i) {
+				p.t.Fatalf("run %s failed while the test waited for %s:\n  %s\nstdout:\n%s",
+					ev.RunID, what, p.rawEvent(seen+i), p.dump())
 			}
 		}
 		seen += len(evs)
@@ -206,6 +221,28 @@ func (p *extProc) waitFor(what string, match func(extension.Event) bool) extensi
 			p.t.Fatalf("no %s within %s; stdout:\n%s", what, extTimeout, p.dump())
 		}
 	}
+}
+
+func (p *extProc) handled(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failures == nil {
+		p.failures = make(map[int]bool)
+	}
+	p.failures[i] = true
+}
+
+func (p *extProc) wasHandled(i int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failures[i]
+}
+
+// rawEvent is event i's stdout line, whole.
+func (p *extProc) rawEvent(i int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lines[p.eventAt[i]]
 }
 
 func (p *extProc) waitEvent(name, runID string) extension.Event {

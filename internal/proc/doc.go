@@ -9,6 +9,11 @@
 // session or parent they end up in. The marker also lets the next helper start
 // find what a SIGKILLed helper left behind (Registry.Cleanup).
 //
+// The run ID is the client's, so it is not unique on the machine: another
+// helper may have a run of the same ID live. Each start of a run therefore
+// also carries a random token (TokenEnv); a Tree or Record with a Token takes
+// only the marked processes that carry it too, and never another helper's.
+//
 // A process is identified by its pid and its start time (Proc): pids are
 // reused, so nothing is signalled unless its start time still matches what
 // was found. Zombies count as dead: pid 1 on our machines does not reap

@@ -98,10 +98,12 @@ func FindMarked(runID string) ([]Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marked(all, runID), nil
+	return marked(all, runID, ""), nil
 }
 
-func marked(all map[int]stat, runID string) []Proc {
+// marked returns the live processes carrying MarkerEnvEntry(runID) and, if
+// token is not empty, TokenEnvEntry(token).
+func marked(all map[int]stat, runID, token string) []Proc {
 	entry := MarkerEnvEntry(runID)
 	self := os.Getpid()
 	var out []Proc
@@ -110,7 +112,7 @@ func marked(all map[int]stat, runID string) []Proc {
 			continue
 		}
 		env, err := os.ReadFile(procPath(pid, "environ"))
-		if err != nil || !hasEnvEntry(env, entry) {
+		if err != nil || !hasEnvEntry(env, entry) || token != "" && !hasEnvEntry(env, TokenEnvEntry(token)) {
 			continue
 		}
 		// The pid may have been reused between the two reads: only keep it if
@@ -200,7 +202,7 @@ func members(t Tree) []Proc {
 		}
 	}
 	if t.RunID != "" {
-		add(marked(all, t.RunID)...)
+		add(marked(all, t.RunID, t.Token)...)
 	}
 	delete(set, os.Getpid())
 	out := make([]Proc, 0, len(set))

@@ -18,7 +18,11 @@ import (
 // Record is what the registry keeps about one live run: enough to find and
 // kill its processes after the helper that started it has died.
 type Record struct {
-	RunID   string    `json:"runID"`
+	RunID string `json:"runID"`
+	// Token is the run's TokenEnv value: only processes carrying it too are
+	// the run's. Records written before tokens existed have none; their
+	// runs are found by the run ID alone.
+	Token   string    `json:"token,omitempty"`
 	Helper  Proc      `json:"helper"` // the helper process that owns the run
 	CLI     Proc      `json:"cli"`
 	PGID    int       `json:"pgid"`
@@ -219,7 +223,7 @@ func stopStale(ctx context.Context, path string, gap time.Duration) stopResult {
 // still provably belongs to the run: a recorded pid or group may have been
 // reused since.
 func staleTree(rec Record) Tree {
-	t := Tree{RunID: rec.RunID}
+	t := Tree{RunID: rec.RunID, Token: rec.Token}
 	cliAlive := Alive(rec.CLI)
 	if cliAlive {
 		t.Root = rec.CLI
@@ -228,7 +232,9 @@ func staleTree(rec Record) Tree {
 		t.PGID = rec.PGID
 		return t
 	}
-	marked, _ := FindMarked(rec.RunID) // unsupported platforms: no marked members
+	// The marked members only (no root, no group yet); none on platforms
+	// that cannot find marked processes.
+	marked := Tree{RunID: rec.RunID, Token: rec.Token}.Members()
 	for _, p := range marked {
 		if g, ok := pgrpOf(p); ok && g == rec.PGID {
 			t.PGID = rec.PGID

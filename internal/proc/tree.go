@@ -21,6 +21,10 @@ type Tree struct {
 	PGID int
 	// RunID selects the processes carrying MarkerEnvEntry(RunID).
 	RunID string
+	// Token, if set, narrows RunID to the processes that also carry
+	// TokenEnvEntry(Token): this start of the run, not another helper's run
+	// under the same ID.
+	Token string
 }
 
 // Members returns the live processes of the tree, sorted by pid: the root,

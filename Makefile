@@ -60,7 +60,7 @@ unit: ## go test -race without installing anything (real-CLI tests skip if absen
 # fetch), so comparing them would flip with the proxy. Neither list needs those
 # modules, so the answer is the same whatever the proxy serves for them.
 # go.sum is committed as `go mod tidy -e` wrote it.
-lint: vscode-check ## go vet, staticcheck, gofmt and go mod tidy must be clean; editors/vscode type-checks
+lint: vscode-check ## go vet, staticcheck, gofmt and go mod tidy must be clean; editors/vscode type-checks and lints
 	go vet ./...
 	GOBIN=$(GOBIN_DIR) go install $(STATICCHECK)
 	$(GOBIN_DIR)/staticcheck ./...
@@ -172,8 +172,9 @@ vscode-deps: ## npm ci in editors/vscode when package-lock.json changed
 	@cd editors/vscode && if [ node_modules/.package-lock.json -nt package-lock.json ]; then \
 	  echo "editors/vscode/node_modules up to date"; else npm ci --no-audit --no-fund --loglevel=error; fi
 
-vscode-check: vscode-deps ## type-check editors/vscode (tsc --noEmit)
+vscode-check: vscode-deps ## type-check (tsc --noEmit) and lint (Biome) editors/vscode
 	cd editors/vscode && npm run --silent typecheck
+	cd editors/vscode && npm run --silent lint
 
 bench: deps ## run the benchmarks and print a table with same-run baselines
 	go run ./internal/benchtab

@@ -90,7 +90,7 @@ export class HelperProcess {
     if (this.exited || !this.child.stdin.writable) {
       return false;
     }
-    this.child.stdin.write(JSON.stringify(command) + "\n");
+    this.child.stdin.write(`${JSON.stringify(command)}\n`);
     return true;
   }
 

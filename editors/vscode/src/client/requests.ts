@@ -119,7 +119,10 @@ export class Requests {
   /** Whether e answers one of this client's barriers: only the client needs to see it. */
   isBarrierAnswer(e: Event): boolean {
     const id = e.request_id;
-    return id !== undefined && id.startsWith(this.prefix) && id.endsWith(barrierSuffix);
+    if (id === undefined) {
+      return false;
+    }
+    return id.startsWith(this.prefix) && id.endsWith(barrierSuffix);
   }
 
   /** Forgets request id without settling it (its write failed and the caller rejects it). */

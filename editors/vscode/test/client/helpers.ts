@@ -31,7 +31,9 @@ const tempDirs: string[] = [];
 export function tempDir(prefix: string): string {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   if (tempDirs.push(dir) === 1) {
-    process.once("exit", () => tempDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+    process.once("exit", () => {
+      for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+    });
   }
   return dir;
 }
@@ -91,7 +93,7 @@ export async function mockAPI(t: TestContext, bins: Binaries, script: Turn[], cw
   t.after(() => child.stdin.end()); // its stdin closing stops it
   let stderr = "";
   child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
-  child.stdin.write(JSON.stringify(script) + "\n");
+  child.stdin.write(`${JSON.stringify(script)}\n`);
   const lines = await new Promise<string[]>((resolve, reject) => {
     const split = new LineSplitter();
     const got: string[] = [];

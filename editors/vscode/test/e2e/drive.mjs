@@ -39,7 +39,7 @@ mkdirSync(config.shots, { recursive: true });
 let shotCount = 0;
 
 function emit(obj) {
-  process.stdout.write(JSON.stringify(obj) + "\n");
+  process.stdout.write(`${JSON.stringify(obj)}\n`);
 }
 
 function log(...args) {

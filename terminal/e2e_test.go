@@ -3,7 +3,6 @@
 package terminal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/proctag"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 	"github.com/claude-relay/claude-relay/internal/testkit/tmux"
 )
@@ -29,10 +29,6 @@ import (
 // e2eWait bounds every wait on the real CLI: its first start is slow on a
 // cold cache, and -race slows the relay down.
 const e2eWait = 60 * time.Second
-
-// tagEnv marks every process a test starts (claude-relay, the CLI and its
-// tools inherit it), so the test can prove none is left and kill stragglers.
-const tagEnv = "CLAUDE_RELAY_E2E_TAG"
 
 // e2eEnv is one isolated end-to-end setup: the real CLI with its own HOME
 // (which is also where the embedded backend keeps relay.db), a trusted
@@ -59,10 +55,10 @@ func newE2E(t *testing.T, script mockapi.Script) *e2eEnv {
 		"CLAUDE_RELAY_CLAUDE_PATH="+cli.Path,
 		"TMPDIR="+e.tmpdir,
 		"TERM=xterm-256color",
-		tagEnv+"="+e.tag,
+		proctag.Entry(e.tag),
 	)
 	// Registered after the mock API: runs before it closes.
-	t.Cleanup(func() { killTagged(t, e.tag) })
+	t.Cleanup(func() { proctag.Kill(t, e.tag) })
 	return e
 }
 
@@ -124,10 +120,10 @@ func (e *e2eEnv) terminal(want string, args ...string) int {
 	}
 	// Everything it started ends with it.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(tagged(e.tag)) > 0 && time.Now().Before(deadline) {
+	for len(proctag.Find(e.tag)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if left := tagged(e.tag); len(left) > 0 {
+	if left := proctag.Find(e.tag); len(left) > 0 {
 		e.t.Errorf("processes left after claude-relay terminal exited: %v", left)
 	}
 	return code
@@ -175,44 +171,6 @@ func waitFor(s *tmux.Session, want, exitFile string) bool {
 		return false
 	})
 	return shown && !exited
-}
-
-// tagged lists the pids whose environment carries tag.
-func tagged(tag string) []int {
-	entry := []byte(tagEnv + "=" + tag + "\x00")
-	dirs, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, entry) {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil {
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && bytes.HasPrefix(st[i+1:], []byte(" Z")) {
-				continue // a zombie is dead
-			}
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
-
-func killTagged(t *testing.T, tag string) {
-	for range 50 {
-		pids := tagged(tag)
-		if len(pids) == 0 {
-			return
-		}
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // it may be gone
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Errorf("processes of %s survive SIGKILL: %v", tag, tagged(tag))
 }
 
 // events reads a session's events and derived state from the embedded

@@ -24,6 +24,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
+	"github.com/claude-relay/claude-relay/internal/testkit/proctag"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
@@ -126,13 +127,13 @@ func TestVSCodeExtension(t *testing.T) {
 
 	tag := fmt.Sprintf("%d-%s", os.Getpid(), nonce)
 	// Registered after the scripted APIs, so it runs before they close.
-	t.Cleanup(func() { killTagged(t, tag) })
+	t.Cleanup(func() { proctag.Kill(t, tag) })
 	env := codeServerEnv(cli.Env(t, api.URL()),
 		"CLAUDE_RELAY_CLAUDE_PATH="+cli.Path,
 		"TMPDIR="+tmp,
 		"SHELL=/bin/bash",
 		"LANG=C.UTF-8",
-		tagEnv+"="+tag,
+		proctag.Entry(tag),
 	)
 
 	installExtension(t, ctx, tl, env, ud, ext, vsix)
@@ -287,7 +288,7 @@ func drive(t *testing.T, ctx context.Context, tl tools, dir, tag string, cfg dri
 	defer stderr.Close()
 	cmd := exec.CommandContext(ctx, tl.node, script, cfgFile)
 	// Chromium gets a HOME of its own and the tag, so cleanup finds it.
-	cmd.Env = append(withoutVars(os.Environ(), "HOME", tagEnv), "HOME="+filepath.Join(dir, "browser-home"), tagEnv+"="+tag)
+	cmd.Env = append(withoutVars(os.Environ(), "HOME", proctag.Env), "HOME="+filepath.Join(dir, "browser-home"), proctag.Entry(tag))
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -398,7 +399,7 @@ func checkTerminal(t *testing.T, tag, home string) {
 	t.Helper()
 	var procs []string
 	found := false
-	for _, pid := range tagged(tag) {
+	for _, pid := range proctag.Find(tag) {
 		c := cmdline(pid)
 		procs = append(procs, c)
 		if f := strings.Fields(c); len(f) >= 2 && filepath.Base(f[0]) == "claude-relay" && f[1] == "terminal" {

@@ -44,11 +44,6 @@ const (
 	envVSIX       = "CLAUDE_RELAY_E2E_VSIX"        // a .vsix to test instead of building one
 )
 
-// tagEnv marks every process the test starts (code-server, the extension
-// host, the helper, the CLI, Chromium), so that cleanup can find and kill
-// whatever outlives them.
-const tagEnv = "CLAUDE_RELAY_E2E_TAG"
-
 // tools are the programs the test runs besides the CLI.
 type tools struct {
 	codeServer string // entry.js
@@ -355,30 +350,6 @@ func (p *process) waitListening(t *testing.T, timeout time.Duration) string {
 	}
 }
 
-// tagged lists the live processes whose environment carries tag.
-func tagged(tag string) []int {
-	entry := []byte(tagEnv + "=" + tag + "\x00")
-	dirs, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, entry) {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat")); err == nil {
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && bytes.HasPrefix(st[i+1:], []byte(" Z")) {
-				continue // a zombie is dead
-			}
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
-
 // cmdline is a process's argv joined by spaces, or "" once it is gone.
 func cmdline(pid int) string {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
@@ -386,21 +357,6 @@ func cmdline(pid int) string {
 		return ""
 	}
 	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-}
-
-// killTagged kills what is left of the test's processes.
-func killTagged(t *testing.T, tag string) {
-	for range 50 {
-		pids := tagged(tag)
-		if len(pids) == 0 {
-			return
-		}
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL) // it may be gone already
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Errorf("processes of %s survive SIGKILL: %v", tag, tagged(tag))
 }
 
 // keepDir is a directory for what a failed run leaves to look at

@@ -22,28 +22,9 @@
 //   {"event":"result","ms":…,"subtype":…,"is_error":…,"result":…}
 //   {"event":"done","ms":…,"rss_mb":…,"hwm_mb":…}    the CLI exited; this process's RSS and peak RSS
 //   {"event":"error","ms":…,"message":…}              and exit status 1
+
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { performance } from 'node:perf_hooks';
-
-function emit(event, fields = {}) {
-  process.stdout.write(JSON.stringify({ event, ms: performance.now(), ...fields }) + '\n');
-}
-
-function need(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-}
-
-// sdkEntry finds the module the package exports as ".", as `import` would.
-function sdkEntry(dir) {
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  const dot = pkg.exports?.['.'];
-  const file = (typeof dot === 'string' ? dot : dot?.import ?? dot?.default) ?? pkg.main ?? 'index.js';
-  return pathToFileURL(join(dir, file)).href;
-}
+import { emit, need, run, setup } from './common.mjs';
 
 // peakRSS reads this process's peak resident set (VmHWM), in MB; 0 where
 // /proc is not there.
@@ -56,29 +37,12 @@ function peakRSS() {
   }
 }
 
-async function main() {
-  const { query } = await import(sdkEntry(need('SDKBENCH_SDK')));
-  const cli = need('SDKBENCH_CLI');
-  const cwd = need('SDKBENCH_CWD');
+run(async () => {
+  const { query, options } = await setup();
   const prompt = need('SDKBENCH_PROMPT');
-  const maxTurns = Number(process.env.SDKBENCH_MAX_TURNS || '6');
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SDKBENCH_')));
   emit('ready');
 
-  const q = query({
-    prompt,
-    options: {
-      pathToClaudeCodeExecutable: cli,
-      cwd,
-      env, // replaces the CLI's environment entirely
-      maxTurns,
-      permissionMode: 'default',
-      // Like the relay, answer permission prompts over stdio: with canUseTool
-      // the SDK passes --permission-prompt-tool stdio. Allow everything.
-      canUseTool: async (_tool, input) => ({ behavior: 'allow', updatedInput: input }),
-      stderr: (data) => process.stderr.write(data),
-    },
-  });
+  const q = query({ prompt, options });
   let sawResult = false;
   for await (const msg of q) {
     if (msg.type === 'system' && msg.subtype === 'init') {
@@ -90,12 +54,4 @@ async function main() {
   }
   if (!sawResult) throw new Error('the SDK query ended without a result');
   emit('done', { rss_mb: process.memoryUsage().rss / (1 << 20), hwm_mb: peakRSS() });
-}
-
-main().then(
-  () => process.exit(0),
-  (err) => {
-    emit('error', { message: String(err?.stack ?? err) });
-    process.exit(1);
-  },
-);
+});

@@ -22,37 +22,13 @@
 //   {"event":"result","ms":…,"turn":…,"subtype":…,"is_error":…,"result":…}   one per turn
 //   {"event":"done","ms":…}                                    the query ended (the CLI exited)
 //   {"event":"error","ms":…,"message":…}                       and exit status 1
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { performance } from 'node:perf_hooks';
 
-function emit(event, fields = {}) {
-  process.stdout.write(JSON.stringify({ event, ms: performance.now(), ...fields }) + '\n');
-}
+import { emit, need, run, setup } from './common.mjs';
 
-function need(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-}
-
-// sdkEntry finds the module the package exports as ".", as `import` would.
-function sdkEntry(dir) {
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-  const dot = pkg.exports?.['.'];
-  const file = (typeof dot === 'string' ? dot : dot?.import ?? dot?.default) ?? pkg.main ?? 'index.js';
-  return pathToFileURL(join(dir, file)).href;
-}
-
-async function main() {
-  const { query } = await import(sdkEntry(need('SDKBENCH_SDK')));
-  const cli = need('SDKBENCH_CLI');
-  const cwd = need('SDKBENCH_CWD');
+run(async () => {
+  const { query, options } = await setup();
   const prompts = JSON.parse(need('SDKBENCH_PROMPTS'));
   if (!Array.isArray(prompts) || prompts.length === 0) throw new Error('SDKBENCH_PROMPTS must be a non-empty JSON array');
-  const maxTurns = Number(process.env.SDKBENCH_MAX_TURNS || '6');
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SDKBENCH_')));
   emit('ready');
 
   // Each result resolves the promise the generator waits on before it
@@ -74,19 +50,7 @@ async function main() {
     }
   }
 
-  const q = query({
-    prompt: messages(),
-    options: {
-      pathToClaudeCodeExecutable: cli,
-      cwd,
-      env, // replaces the CLI's environment entirely
-      maxTurns,
-      permissionMode: 'default',
-      // As in bench.mjs: answer permission prompts over stdio, like the relay.
-      canUseTool: async (_tool, input) => ({ behavior: 'allow', updatedInput: input }),
-      stderr: (data) => process.stderr.write(data),
-    },
-  });
+  const q = query({ prompt: messages(), options });
   let turn = 0;
   for await (const msg of q) {
     if (msg.type === 'system' && msg.subtype === 'init' && turn === 0) {
@@ -99,12 +63,4 @@ async function main() {
   }
   if (turn !== prompts.length) throw new Error(`the SDK query ended after ${turn} results, want ${prompts.length}`);
   emit('done');
-}
-
-main().then(
-  () => process.exit(0),
-  (err) => {
-    emit('error', { message: String(err?.stack ?? err) });
-    process.exit(1);
-  },
-);
+});

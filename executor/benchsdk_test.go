@@ -345,35 +345,53 @@ func (rb *realBench) agentSDK(b *testing.B) func(context.Context) (turnTimes, er
 	}
 }
 
-// readSDKBench reads bench.mjs's milestones, timing each on arrival.
-func readSDKBench(stdout io.Reader, start time.Time) (t turnTimes, failure string) {
+// milestone is one line an Agent SDK script prints
+// (testdata/sdkbench/common.mjs).
+type milestone struct {
+	Event   string  `json:"event"`
+	Result  string  `json:"result"`
+	RSS     float64 `json:"rss_mb"`
+	HWM     float64 `json:"hwm_mb"`
+	Message string  `json:"message"`
+}
+
+// readMilestones hands each milestone to on with the time it arrived, until
+// stdout ends, and returns the script's error milestone or a read error.
+func readMilestones(stdout io.Reader, start time.Time, on func(m milestone, at time.Duration)) (failure string) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var m struct {
-			Event   string  `json:"event"`
-			Result  string  `json:"result"`
-			RSS     float64 `json:"rss_mb"`
-			HWM     float64 `json:"hwm_mb"`
-			Message string  `json:"message"`
-		}
+		var m milestone
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
 			continue
 		}
-		switch m.Event {
-		case "ready":
-			t.ready = time.Since(start)
-		case "init":
-			t.init = time.Since(start)
-		case "result":
-			t.result, t.text = time.Since(start), m.Result
-		case "done":
-			t.rssMB = max(m.RSS, m.HWM)
-		case "error":
+		if m.Event == "error" {
 			failure = m.Message
+			continue
 		}
+		on(m, time.Since(start))
+	}
+	if err := sc.Err(); err != nil && failure == "" {
+		failure = "read the script's output: " + err.Error()
 	}
 	io.Copy(io.Discard, stdout) //nolint:errcheck // drain, so the script never blocks on a full pipe
+	return failure
+}
+
+// readSDKBench reads bench.mjs's milestones, timing each on arrival.
+func readSDKBench(stdout io.Reader, start time.Time) (t turnTimes, failure string) {
+	failure = readMilestones(stdout, start, func(m milestone, at time.Duration) {
+		switch m.Event {
+		case "ready":
+			t.ready = at
+		case "init":
+			t.init = at
+		case "result":
+			t.result, t.text = at, m.Result
+		case "done":
+			t.rssMB = max(m.RSS, m.HWM)
+		}
+	})
 	return t, failure
 }
 

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -403,29 +402,12 @@ func readSDKPackage(dir string) (string, error) {
 
 // readThreeTurns reads threeturn.mjs's milestones, timing each on arrival.
 func readThreeTurns(stdout io.Reader, start time.Time) (c convTimes, failure string) {
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var m struct {
-			Event   string `json:"event"`
-			Result  string `json:"result"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil {
-			continue
-		}
-		switch m.Event {
-		case "result":
-			c.results = append(c.results, time.Since(start))
+	failure = readMilestones(stdout, start, func(m milestone, at time.Duration) {
+		if m.Event == "result" {
+			c.results = append(c.results, at)
 			c.answers = append(c.answers, m.Result)
-		case "error":
-			failure = m.Message
 		}
-	}
-	if err := sc.Err(); err != nil && failure == "" {
-		failure = "read the script's output: " + err.Error()
-	}
-	io.Copy(io.Discard, stdout) //nolint:errcheck // drain, so the script never blocks on a full pipe
+	})
 	if failure == "" && len(c.results) != len(threeTurns) {
 		failure = fmt.Sprintf("%d results, want %d", len(c.results), len(threeTurns))
 	}

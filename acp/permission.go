@@ -60,18 +60,10 @@ func (s *session) permission(ctx context.Context, ap *relay.Approval) {
 	}
 }
 
-// question is AskUserQuestion's first question, the one asked.
-type question struct {
-	Question string `json:"question"`
-	Options  []struct {
-		Label string `json:"label"`
-	} `json:"options"`
-}
-
 // permissionRequest shows the approval as the tool call it is about, with
 // the options its kind offers. A question's options are its answers: ACP
 // has no question dialog, and a permission dialog shows them as buttons.
-func (s *session) permissionRequest(ap *relay.Approval) (acpsdk.RequestPermissionRequest, []question) {
+func (s *session) permissionRequest(ap *relay.Approval) (acpsdk.RequestPermissionRequest, []kinds.Question) {
 	// The tool call as its tool_call showed it (kind, diff, locations),
 	// titled with what will run in full.
 	tc := permissionToolCall(ap.ToolUseID, ap.ToolName, ap.Input, s.sp.cwd)
@@ -83,8 +75,7 @@ func (s *session) permissionRequest(ap *relay.Approval) (acpsdk.RequestPermissio
 		req.Options = planOptions
 		return req, nil
 	case kinds.ApprovalQuestion:
-		var qs []question
-		_ = json.Unmarshal(ap.Questions, &qs)
+		qs := kinds.Questions(ap.Questions)
 		if len(qs) > 0 {
 			q := qs[0]
 			t := q.Question
@@ -105,7 +96,7 @@ func (s *session) permissionRequest(ap *relay.Approval) (acpsdk.RequestPermissio
 
 // questionReply answers the first question with the chosen option; the
 // others, which the dialog did not show, get an answer saying so.
-func questionReply(optionID string, qs []question) relay.Reply {
+func questionReply(optionID string, qs []kinds.Question) relay.Reply {
 	var i int
 	if _, err := fmt.Sscanf(optionID, "answer-%d", &i); err != nil || len(qs) == 0 || i < 0 || i >= len(qs[0].Options) {
 		return relay.Reply{Decision: relay.DecisionDeny, Reason: "the user skipped the question"}

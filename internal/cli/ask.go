@@ -111,23 +111,12 @@ func (t *ttyAsker) plan(ev extension.Event) relay.Reply {
 	}
 }
 
-// question is one of AskUserQuestion's questions.
-type question struct {
-	Question    string `json:"question"`
-	Header      string `json:"header"`
-	MultiSelect bool   `json:"multiSelect"`
-	Options     []struct {
-		Label       string `json:"label"`
-		Description string `json:"description"`
-	} `json:"options"`
-}
-
 // questions asks each question with its options numbered; an answer is a
 // number, several (comma-separated) where the question allows, or the
 // user's own words.
 func (t *ttyAsker) questions(ev extension.Event) relay.Reply {
-	var qs []question
-	if err := json.Unmarshal(ev.Questions, &qs); err != nil || len(qs) == 0 {
+	qs := wire.Questions(ev.Questions)
+	if len(qs) == 0 {
 		return relay.Reply{Decision: relay.DecisionDeny, Reason: "the question could not be shown"}
 	}
 	answers := map[string]string{}
@@ -159,7 +148,7 @@ func (t *ttyAsker) questions(ev extension.Event) relay.Reply {
 
 // chosen turns "2" or "1, 3" into the options' labels; anything else is the
 // user's own answer.
-func chosen(q question, s string) string {
+func chosen(q wire.Question, s string) string {
 	var labels []string
 	for _, part := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(part))

@@ -30,6 +30,30 @@ const (
 	ApprovalQuestion = "question"
 )
 
+// Question is one of AskUserQuestion's questions, which an approval of
+// kind question asks.
+type Question struct {
+	Question    string           `json:"question"`
+	Header      string           `json:"header,omitempty"`
+	MultiSelect bool             `json:"multiSelect,omitempty"`
+	Options     []QuestionOption `json:"options"`
+}
+
+// QuestionOption is one answer a Question offers.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// Questions decodes an approval's questions; nil when they do not decode.
+func Questions(raw json.RawMessage) []Question {
+	var qs []Question
+	if json.Unmarshal(raw, &qs) != nil {
+		return nil
+	}
+	return qs
+}
+
 // ApprovalRequested is relay.approval_requested's data.
 type ApprovalRequested struct {
 	RunID       string          `json:"run_id"`

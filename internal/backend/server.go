@@ -152,6 +152,15 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/sessions/{id}/events", s.handleEvents)
 	mux.HandleFunc("GET /api/sessions/{id}/stream", s.handleSessionStream)
 	mux.HandleFunc("GET /api/stream", s.handleSessionsStream)
+	mux.HandleFunc("GET /api/sessions/{id}/markdown", s.handleMarkdown)
+	mux.HandleFunc("GET /api/usage", s.handleUsage)
+
+	// Remote approvals (CONTRACT §10).
+	mux.HandleFunc("GET /api/whoami", s.handleWhoami)
+	mux.HandleFunc("GET /api/approvals", s.handleApprovals)
+	mux.HandleFunc("GET /api/approvals/decisions", s.handleDecisionsWait)
+	mux.HandleFunc("GET /api/approvals/{id}", s.handleApproval)
+	mux.HandleFunc("POST /api/approvals/{id}/decision", s.handleDecision)
 
 	dashboard.Register(mux)
 	return s.logRequests(s.authenticate(mux))

@@ -90,6 +90,8 @@ func contentType(p string) string {
 func Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", servePage("index.html"))
 	mux.HandleFunc("GET /sessions/{id}", servePage("session.html"))
+	mux.HandleFunc("GET /cost", servePage("cost.html"))
+	mux.HandleFunc("GET /approvals", servePage("approvals.html"))
 	mux.HandleFunc("GET /static/{name}", func(w http.ResponseWriter, r *http.Request) {
 		f, ok := files[r.PathValue("name")]
 		if !ok || strings.HasSuffix(f.name, ".html") {

@@ -85,6 +85,12 @@ type Session struct {
 	StartedAt              *time.Time        `json:"started_at,omitempty"`
 	EndedAt                *time.Time        `json:"ended_at,omitempty"`
 	LastCursor             int64             `json:"last_cursor"`
+	// What the dashboard lists a session by (issue 16), from its events:
+	Title   string `json:"title"`   // the first prompt, on one line, at most 200 runes
+	Project string `json:"project"` // the working directory of its first run
+	Source  string `json:"source"`  // background, terminal or acp; "" before a run started
+	Model   string `json:"model"`   // the model its latest run used or asked for
+	Turns   int64  `json:"turns"`   // CLI results counted (one per turn)
 }
 
 // AppendResult says what happened to one event of an Append.
@@ -100,10 +106,101 @@ type Notification struct {
 	Cursor    int64
 }
 
-// ListOptions pages the session list, newest (UpdatedAt) first.
+// ListOptions filters and pages the session list, newest (UpdatedAt, then
+// ID descending) first. Zero fields do not filter.
 type ListOptions struct {
 	Limit int // 0: 100
+	// Query matches, case-insensitively as a substring, a session's
+	// prompts, its ID, any of its conversation IDs, or the name of a tool
+	// it called.
+	Query    string
+	Status   string    // one of the statuses
+	Project  string    // exact working directory
+	From, To time.Time // CreatedAt in [From, To)
+	// After continues a listing after the last session of the previous
+	// page (keyset paging: stable while sessions arrive).
+	After *ListCursor
 }
+
+// ListCursor is a position in the session list.
+type ListCursor struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+// UsageQuery selects the CLI results that Usage aggregates: those whose
+// event timestamp is in [From, To) (zero: open), of Project when set.
+type UsageQuery struct {
+	From, To time.Time
+	Project  string
+}
+
+// UsageRow is spend and tokens of one (day, model, project), summed in SQL
+// over counted results (each result once, as in Session.Usage).
+type UsageRow struct {
+	Day      string  `json:"day"`     // YYYY-MM-DD, UTC, of the result's timestamp
+	Model    string  `json:"model"`   // "" when the result names none
+	Project  string  `json:"project"` // the session's project
+	Usage    Usage   `json:"usage"`
+	CostUSD  float64 `json:"total_cost_usd"`
+	Results  int64   `json:"results"`
+	Sessions int64   `json:"sessions"` // distinct sessions in this row
+}
+
+// Approval states.
+const (
+	ApprovalPending  = "pending"
+	ApprovalResolved = "resolved"
+)
+
+// Approval is what the backend knows of one tool approval (CONTRACT §10),
+// from relay.approval_requested and the events that end it:
+// relay.approval_resolved (any decider), or the end of its run
+// (relay.run_completed / run_failed / run_cancelled with the same run_id:
+// resolved with By "cancelled" and Reason "the run ended").
+type Approval struct {
+	ApprovalID  string          `json:"approval_id"`
+	SessionID   string          `json:"session_id"`
+	RunID       string          `json:"run_id"`
+	ToolName    string          `json:"tool_name"`
+	Title       string          `json:"title"`
+	Input       json.RawMessage `json:"input"`
+	Kind        string          `json:"kind"`
+	Options     []string        `json:"options"`
+	RequestedAt time.Time       `json:"requested_at"` // the request event's timestamp
+	State       string          `json:"state"`        // pending or resolved
+	// The outcome, from the helper's relay.approval_resolved (or the run's end).
+	Decision   string     `json:"decision,omitempty"`
+	By         string     `json:"by,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+	// Remote is the decision made through the backend, once one was;
+	// the helper applies it unless another side answered first.
+	Remote *Decision `json:"remote_decision,omitempty"`
+}
+
+// Decision is a decision made through the backend's API.
+type Decision struct {
+	ApprovalID   string          `json:"approval_id"`
+	DecisionID   string          `json:"decision_id"` // idempotency: the same ID again is the same decision
+	Decision     string          `json:"decision"`
+	Reason       string          `json:"reason,omitempty"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	Answers      json.RawMessage `json:"answers,omitempty"`
+	By           string          `json:"by"` // who decided: the token's name
+	DecidedAt    time.Time       `json:"decided_at"`
+}
+
+// ApprovalFilter selects approvals, newest request first.
+type ApprovalFilter struct {
+	State     string // "" any
+	SessionID string // "" any
+	Limit     int    // 0: 100
+}
+
+// ErrDecided is Decide's answer when the approval already has another
+// decision or was resolved; the returned Approval says by whom and how.
+var ErrDecided = errors.New("already decided")
 
 // Store is what the HTTP API needs. Every method is safe for concurrent use,
 // also across processes sharing one database.
@@ -121,5 +218,28 @@ type Store interface {
 	// channel is closed then. Slow receivers may miss notifications but
 	// never the latest cursor of a session for long (coalesced).
 	Subscribe(ctx context.Context) (<-chan Notification, error)
+
+	// Usage aggregates counted results by (day, model, project), ordered
+	// by day, model, project.
+	Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error)
+
+	// Approvals lists approvals; Approval returns one (ErrNotFound).
+	Approvals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
+	Approval(ctx context.Context, id string) (Approval, error)
+	// Decide stores d as the approval's remote decision when it is pending
+	// and has none. It returns the approval as stored after the call:
+	// ErrNotFound for an unknown approval; ErrDecided when it was resolved
+	// or has a decision with another DecisionID (a repeat of the stored
+	// DecisionID is a success). Appending the request event notifies
+	// Subscribe as usual; a decision notifies too (its session, cursor
+	// unchanged), so other replicas learn of it.
+	Decide(ctx context.Context, d Decision) (Approval, error)
+	// Decisions returns the remote decisions of those of ids that have one,
+	// for the helper that waits on them.
+	Decisions(ctx context.Context, ids []string) ([]Decision, error)
+	// ClaimNotify returns true for exactly one caller per approval (across
+	// processes sharing the database): the one that sends its push.
+	ClaimNotify(ctx context.Context, approvalID string) (bool, error)
+
 	Close() error
 }

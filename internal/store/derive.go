@@ -36,7 +36,27 @@ type Facts struct {
 	Candidate string  // conversation-ID candidate, "" when the event has none
 	Lifecycle string  // the status a relay lifecycle event sets, "" otherwise
 	Result    *Result // non-nil for a CLI result event
+
+	// What the session list shows (listing.go).
+	Prompt  string   // a prompt the user gave, as sent ("" when none)
+	Cwd     string   // a working directory the event names
+	CwdRank int      // how much Cwd says about the project: CwdRun or CwdHook
+	Source  string   // the kind of session the event shows, "" when it shows none
+	Model   string   // the model a run used (system/init) or asked for (relay.run_started)
+	Tools   []string // names of the tools the event calls
+
+	// Approvals (approvals.go).
+	RunID           string                  // event_data.run_id of a relay lifecycle event
+	ApprovalRequest *wire.ApprovalRequested // relay.approval_requested with an approval_id
+	ApprovalResolve *wire.ApprovalResolved  // relay.approval_resolved with an approval_id
 }
+
+// How much a Facts.Cwd says about the session's project: a run's own
+// working directory outranks a hook's.
+const (
+	CwdHook = 1
+	CwdRun  = 2
+)
 
 // Result is the usage and cost one CLI result event reports.
 type Result struct {
@@ -44,6 +64,17 @@ type Result struct {
 	// under another event_id counts once: "uuid:<event_data.uuid>" when the
 	// event has a uuid, else "seq:<interaction_id>:<seq>".
 	Key     string
+	Usage   Usage
+	CostUSD float64
+	// Models splits Usage and CostUSD by model (sorted by name, summing to
+	// them exactly); empty when the result names no model, and then its
+	// usage belongs to the session's model.
+	Models []ModelUsage
+}
+
+// ModelUsage is one model's share of a result.
+type ModelUsage struct {
+	Model   string
 	Usage   Usage
 	CostUSD float64
 }
@@ -57,7 +88,8 @@ type Result struct {
 //     completed, relay.run_failed → failed, relay.run_cancelled → cancelled;
 //   - result: event_type "result" whose event_data.type is "result". Only these
 //     count towards usage: relay.run_completed repeats the same numbers, so
-//     counting it too would double them.
+//     counting it too would double them. See resultOf for the figures.
+//   - the list fields and approvals: see listingFacts and approvalFacts.
 //
 // Keys match exactly (encoding/json's case-insensitive struct matching would
 // let "Session_ID" through). Event data that is not a JSON object has no
@@ -73,6 +105,8 @@ func FactsOf(ev Event) Facts {
 	if ev.EventType == EventResult && typ == "result" {
 		f.Result = resultOf(ev, obj)
 	}
+	listingFacts(&f, ev, obj, typ)
+	approvalFacts(&f, ev, obj)
 	return f
 }
 
@@ -117,13 +151,42 @@ func LifecycleStatus(eventType string) string {
 	return ""
 }
 
+// resultOf reads a result's figures. The CLI states them three ways:
+//
+//   - model_usage_since_last_result (CLI 2.1.3xx): per model, what the
+//     process counted since its previous result. The CLI documents it as
+//     the figure to sum over a conversation's results, each call stated on
+//     one result only.
+//   - modelUsage: per model, but cumulative over a process (a live run's
+//     second result repeats the first's calls) and, after --resume, starting
+//     from the resumed conversation's saved total; used when the first is
+//     absent (older CLIs).
+//   - usage (main loop only, per turn) and total_cost_usd (cumulative like
+//     modelUsage): used when neither names a model.
+//
+// With a per-model breakdown, Usage and CostUSD are its sums, so a session's
+// totals always equal the sum of its per-model usage rows. Entries whose
+// figures are all zero are dropped.
 func resultOf(ev Event, obj map[string]json.RawMessage) *Result {
-	r := &Result{CostUSD: jsonFloat(obj["total_cost_usd"])}
+	r := &Result{}
 	if uuid := jsonString(obj["uuid"]); uuid != "" {
 		r.Key = "uuid:" + uuid
 	} else {
 		r.Key = "seq:" + ev.InteractionID + ":" + strconv.FormatInt(ev.Seq, 10)
 	}
+	r.Models = modelUsageOf(obj["model_usage_since_last_result"])
+	if len(r.Models) == 0 {
+		r.Models = modelUsageOf(obj["modelUsage"])
+	}
+	if len(r.Models) > 0 {
+		for _, m := range r.Models {
+			r.Usage = r.Usage.Add(m.Usage)
+			r.CostUSD += m.CostUSD
+		}
+		return r
+	}
+	r.Models = nil
+	r.CostUSD = jsonFloat(obj["total_cost_usd"])
 	var u map[string]json.RawMessage
 	if json.Unmarshal(obj["usage"], &u) == nil {
 		r.Usage = Usage{
@@ -134,6 +197,38 @@ func resultOf(ev Event, obj map[string]json.RawMessage) *Result {
 		}
 	}
 	return r
+}
+
+// modelUsageOf reads a modelUsage-shaped object (model name → figures in
+// the CLI's camelCase), sorted by model; nil when it names none with figures.
+func modelUsageOf(raw json.RawMessage) []ModelUsage {
+	var byModel map[string]json.RawMessage
+	if json.Unmarshal(raw, &byModel) != nil {
+		return nil
+	}
+	var out []ModelUsage
+	for model, entry := range byModel {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(entry, &m) != nil {
+			continue // one malformed entry does not hide the others
+		}
+		mu := ModelUsage{
+			Model: model,
+			Usage: Usage{
+				InputTokens:              jsonInt(m["inputTokens"]),
+				OutputTokens:             jsonInt(m["outputTokens"]),
+				CacheReadInputTokens:     jsonInt(m["cacheReadInputTokens"]),
+				CacheCreationInputTokens: jsonInt(m["cacheCreationInputTokens"]),
+			},
+			CostUSD: jsonFloat(m["costUSD"]),
+		}
+		if model == "" || (mu.Usage == Usage{} && mu.CostUSD == 0) {
+			continue
+		}
+		out = append(out, mu)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
 }
 
 // jsonString returns raw as a string when it is a JSON string, else "".
@@ -336,18 +431,62 @@ func AddConversationRef(refs []ConversationRef, ref ConversationRef) (out []Conv
 	return out, changed
 }
 
+// Derivation is everything a session's events derive, folded from scratch:
+// the reference the incremental stores are tested against, and what a
+// migration computes for sessions stored before a rule existed.
+type Derivation struct {
+	Session   Session
+	Listing   Listing
+	Search    string                     // see AddSearch
+	Results   []CountedResult            // in the order they were counted
+	Approvals map[string]*ApprovalRecord // by approval_id
+	RunEnds   map[string]RunEndRef       // by run_id
+}
+
+// CountedResult is a result counted in its session's usage.
+type CountedResult struct {
+	Key     string
+	EventID string
+	At      time.Time // its envelope timestamp
+	Result  *Result
+}
+
+// UsageDay is the day, in UTC, that a result at t counts on.
+func UsageDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// Rows splits the result into usage rows by model: one per entry of
+// Result.Models, or one with model "" (the session's model) when it names
+// none. Their figures sum to the result's.
+func (c CountedResult) Rows() []ModelUsage {
+	if len(c.Result.Models) > 0 {
+		return c.Result.Models
+	}
+	return []ModelUsage{{Usage: c.Result.Usage, CostUSD: c.Result.CostUSD}}
+}
+
 // Derive folds a session's events into its derived state from scratch: the
 // reference the incremental backends are tested against. Events with an
 // event_id seen before are skipped, as a Store skips them. It sets ID (from
 // the first event), ExternalConversationID, ConversationIDs, Status,
-// StartedAt, EndedAt, EventCount, InteractionCount, Usage and CostUSD; the
-// arrival-dependent fields (CreatedAt, UpdatedAt, LastCursor) stay zero.
+// StartedAt, EndedAt, EventCount, InteractionCount, Usage, CostUSD, Turns,
+// Title, Project, Source and Model; the arrival-dependent fields
+// (CreatedAt, UpdatedAt, LastCursor) stay zero.
 func Derive(events []Event) Session {
-	var s Session
-	seenEvents := map[string]bool{}
-	seenResults := map[string]bool{}
-	byID := map[string]*Interaction{}
-	var order []string
+	return DeriveAll(events).Session
+}
+
+// DeriveAll is Derive with the rest of what a session's events derive.
+func DeriveAll(events []Event) Derivation {
+	var (
+		d           = Derivation{Approvals: map[string]*ApprovalRecord{}}
+		s           Session
+		seenEvents  = map[string]bool{}
+		seenResults = map[string]bool{}
+		byID        = map[string]*Interaction{}
+		order       []string
+		kept        []Event
+		facts       []Facts
+	)
 	for _, ev := range events {
 		if seenEvents[ev.EventID] {
 			continue
@@ -355,9 +494,11 @@ func Derive(events []Event) Session {
 		seenEvents[ev.EventID] = true
 		if s.ID == "" {
 			s.ID = ev.SessionID
+			d.Search, _ = AddSearch(d.Search, SearchNeedle(s.ID))
 		}
 		s.EventCount++
 		f := FactsOf(ev)
+		kept, facts = append(kept, ev), append(facts, f)
 		in := byID[ev.InteractionID]
 		if in == nil {
 			in = &Interaction{ID: ev.InteractionID}
@@ -374,7 +515,11 @@ func Derive(events []Event) Session {
 			seenResults[f.Result.Key] = true
 			s.Usage = s.Usage.Add(f.Result.Usage)
 			s.CostUSD += f.Result.CostUSD
+			s.Turns++
+			d.Results = append(d.Results, CountedResult{Key: f.Result.Key, EventID: ev.EventID, At: ev.Timestamp.UTC(), Result: f.Result})
 		}
+		d.Listing.Apply(ev, f)
+		d.Search, _ = AddSearch(d.Search, SearchItems(f)...)
 	}
 	ins := make([]Interaction, 0, len(order))
 	for _, id := range order {
@@ -386,5 +531,10 @@ func Derive(events []Event) Session {
 	if in, ok := MostRecent(ins); ok {
 		s.Status, s.StartedAt, s.EndedAt = in.Outcome()
 	}
-	return s
+	d.Listing.Fill(&s)
+	fold := ApprovalFold{SessionID: s.ID, Records: d.Approvals, Ended: map[string]RunEndRef{}}
+	fold.Apply(kept, facts)
+	d.RunEnds = fold.Ended
+	d.Session = s
+	return d
 }

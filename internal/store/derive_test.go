@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/claude-relay/claude-relay/internal/store"
 )
@@ -60,7 +63,7 @@ func TestFactsOf(t *testing.T) {
 			if f.Candidate != tc.candidate || f.Lifecycle != tc.lifecycle {
 				t.Errorf("FactsOf = candidate %q lifecycle %q, want %q %q", f.Candidate, f.Lifecycle, tc.candidate, tc.lifecycle)
 			}
-			if (f.Result == nil) != (tc.result == nil) || (f.Result != nil && *f.Result != *tc.result) {
+			if (f.Result == nil) != (tc.result == nil) || (f.Result != nil && !reflect.DeepEqual(*f.Result, *tc.result)) {
 				t.Errorf("result = %+v, want %+v", f.Result, tc.result)
 			}
 			if got := store.ConversationCandidate(json.RawMessage(tc.data)); got != tc.candidate {
@@ -218,6 +221,11 @@ func FuzzFactsOf(f *testing.F) {
 	f.Add("system", `{"type":"system","session_id":"x"}`)
 	f.Add("hook.Stop", `{"conversationId":"\u0000","session_id":null}`)
 	f.Add(store.EventRunStarted, `[1,2]`)
+	f.Add(store.EventRunStarted, `{"prompt":"a\u0000b","cwd":"/x","mode":"acp","run_id":"r"}`)
+	f.Add("assistant", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash"}]}}`)
+	f.Add(store.EventApprovalRequested, `{"approval_id":"a","run_id":"r","options":["allow"],"input":{"x":1}}`)
+	f.Add(store.EventApprovalResolved, `{"approval_id":"a","decision":"deny","by":"tty"}`)
+	f.Add("result", `{"type":"result","modelUsage":{"m":{"inputTokens":1,"costUSD":0.1}}}`)
 	f.Fuzz(func(t *testing.T, eventType, data string) {
 		e := event("i", 1, eventType, 0, data)
 		facts := store.FactsOf(e)
@@ -227,5 +235,14 @@ func FuzzFactsOf(f *testing.F) {
 		var in store.Interaction
 		in.Apply(e, facts)
 		in.Outcome()
+		var l store.Listing
+		l.Apply(e, facts)
+		if strings.ContainsRune(l.Title+l.Project+l.Model, 0) || utf8.RuneCountInString(l.Title) > store.MaxTitleRunes {
+			t.Errorf("listing %+v: NUL or a long title", l)
+		}
+		d := store.DeriveAll([]store.Event{e, e})
+		if d.Session.EventCount != 1 {
+			t.Errorf("DeriveAll counted a repeat: %+v", d.Session)
+		}
 	})
 }

@@ -22,7 +22,43 @@
 //   - status: of the most recent interaction (over all its events), from
 //     its highest-seq relay lifecycle event; "unknown" without one.
 //   - usage and cost: summed over CLI result events, each counted once per
-//     session even when re-sent under another event_id.
+//     session even when re-sent under another event_id (key: its uuid, else
+//     interaction and seq). A result's figures are its per-model breakdown
+//     when it has one (model_usage_since_last_result, else modelUsage),
+//     else usage and total_cost_usd (resultOf says why). Turns counts the
+//     results counted.
+//
+// The fields the session list shows (listing.go, Listing):
+//
+//   - title: the earliest prompt (by envelope timestamp, then
+//     interaction_id, then seq) of relay.run_started (background, terminal
+//     and ACP runs) and hook.UserPromptSubmit (prompts typed in a terminal
+//     session), on one line, trimmed, at most 200 runes ("…" ends a cut one).
+//   - project: event_data.cwd of the earliest relay.run_started, else of the
+//     earliest hook event that has one.
+//   - source: "terminal" when a relay.run_started has mode "terminal" or the
+//     session has hook.* or transcript.* events, else "acp" when one has mode
+//     "acp", else "background" once a relay.run_started was seen; "" before.
+//   - model: of the latest event (same order) that names one: the CLI's
+//     system/init model, or relay.run_started's model before the CLI said.
+//   - search text: a bounded (MaxSearchText), lower-cased list of the
+//     session's ID, the distinct prompts, tool names (assistant tool_use
+//     blocks, transcript assistant lines, hook.PreToolUse) and conversation
+//     IDs it has, kept at ingest so that a search never reads events.
+//
+// Usage rows (Usage): each counted result splits by model (Result.Models)
+// and counts on the UTC day of its envelope timestamp; a result that names
+// no model counts under its session's model, and every result under its
+// session's project, as they are when Usage is asked (so a late event that
+// changes them moves the rows too). The rows of a session sum to its Usage
+// and CostUSD.
+//
+// Approvals (approvals.go, ApprovalRecord): relay.approval_requested makes
+// one pending; the earliest relay.approval_resolved resolves it, or else the
+// end of its run (relay.run_completed, run_failed or run_cancelled with its
+// run_id: By "cancelled", Reason "the run ended"), in whichever order the
+// events arrive. Decide stores a remote decision beside the event-made
+// state: the first wins, the helper then reports the outcome as an event.
 //
 // Cursors number a session's events 1, 2, 3… in arrival order, without gaps,
 // whichever process appends.
@@ -223,7 +259,8 @@ type Store interface {
 	// by day, model, project.
 	Usage(ctx context.Context, q UsageQuery) ([]UsageRow, error)
 
-	// Approvals lists approvals; Approval returns one (ErrNotFound).
+	// Approvals lists approvals whose request was seen; Approval returns
+	// one (ErrNotFound), also one known from its resolution alone.
 	Approvals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
 	Approval(ctx context.Context, id string) (Approval, error)
 	// Decide stores d as the approval's remote decision when it is pending

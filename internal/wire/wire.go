@@ -18,9 +18,27 @@ const (
 	TypeMalformedLine = "relay.malformed_line"
 	TypeTurnCompleted = "relay.turn_completed"
 	TypeModeChanged   = "relay.mode_changed"
+	TypeMessageSent   = "relay.message_sent"
 	// Approvals (CONTRACT §10): what was asked, and who decided what.
 	TypeApprovalRequested = "relay.approval_requested"
 	TypeApprovalResolved  = "relay.approval_resolved"
+)
+
+// Run modes, in RunStarted.Mode and RunEnded.Mode: how the run was started.
+// A background run of the extension or `claude-relay run` has none.
+const (
+	ModeTerminal = "terminal" // a visible-terminal run
+	ModeACP      = "acp"      // a run an ACP client (Zed, …) started through `claude-relay acp`
+)
+
+// Who decided an approval, in ApprovalResolved.By (CONTRACT §10).
+const (
+	ByExtension = "extension"
+	ByTTY       = "tty"
+	ByACP       = "acp"
+	ByDashboard = "dashboard" // through the backend's API; DecidedBy says who there
+	ByTimeout   = "timeout"
+	ByCancelled = "cancelled" // the run or its turn ended first
 )
 
 // Approval kinds.
@@ -68,12 +86,17 @@ type ApprovalRequested struct {
 }
 
 // ApprovalResolved is relay.approval_resolved's data: the decision and who
-// made it (extension, tty, dashboard, timeout or cancelled).
+// made it (one of the By constants).
 type ApprovalResolved struct {
-	RunID        string          `json:"run_id"`
-	ApprovalID   string          `json:"approval_id"`
-	Decision     string          `json:"decision"` // one of the request's options
-	By           string          `json:"by"`
+	RunID      string `json:"run_id"`
+	ApprovalID string `json:"approval_id"`
+	Decision   string `json:"decision"` // one of the request's options
+	By         string `json:"by"`
+	// With By dashboard: who decided there (the decision's `by`, the name
+	// of the backend token it came with) and the decision's ID, which
+	// names the remote decision that won.
+	DecidedBy    string          `json:"decided_by,omitempty"`
+	DecisionID   string          `json:"decision_id,omitempty"`
 	Reason       string          `json:"reason,omitempty"`
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"` // the input the user edited
 	Answers      json.RawMessage `json:"answers,omitempty"`       // a question's answers
@@ -144,7 +167,7 @@ func (u Usage) Add(v Usage) Usage {
 // RunStarted is relay.run_started's data.
 type RunStarted struct {
 	RunID          string `json:"run_id"`
-	Mode           string `json:"mode,omitempty"` // "terminal" for visible-terminal runs
+	Mode           string `json:"mode,omitempty"` // ModeTerminal or ModeACP; none for a background run
 	Prompt         string `json:"prompt,omitempty"`
 	Cwd            string `json:"cwd"`
 	Model          string `json:"model,omitempty"`
@@ -189,6 +212,15 @@ type TurnCompleted struct {
 	ConversationID string   `json:"conversation_id,omitempty"`
 	Usage          *Usage   `json:"usage,omitempty"`
 	TotalCostUSD   *float64 `json:"total_cost_usd,omitempty"`
+}
+
+// MessageSent is relay.message_sent's data: a follow-up written to a live
+// run, posted in the interaction it starts (the CLI does not echo it), so
+// the backend can show and search what was asked.
+type MessageSent struct {
+	RunID  string `json:"run_id"`
+	Prompt string `json:"prompt"`
+	Blocks int    `json:"blocks,omitempty"` // content blocks sent with it (text, images, files)
 }
 
 // ModeChanged is relay.mode_changed's data.

@@ -1,8 +1,10 @@
 // Package memstore is an in-memory store.Store for the backend's tests,
 // benchmarks and browser tests. It keeps the whole Store contract
-// (idempotent Append, per-session cursors, coalescing Subscribe) and folds
-// events with the store package's incremental rules, so it passes the shared
-// storetest suite; it keeps nothing across restarts.
+// (idempotent Append, per-session cursors, coalescing Subscribe, the list
+// fields and search, usage rows, approvals and decisions) and folds events
+// with the store package's incremental rules, so it passes the shared
+// storetest suite; it keeps nothing across restarts. Where the SQL stores
+// run a query (a search, Usage's aggregation), it scans every session.
 package memstore
 
 import (
@@ -21,11 +23,13 @@ var _ store.Store = (*Store)(nil)
 
 // Store is an in-memory store.Store. The zero value is not usable; call New.
 type Store struct {
-	mu       sync.Mutex
-	byID     map[string]ref // event_id -> where it is
-	sessions map[string]*session
-	hub      *fanout.Hub // Subscribe's coalescing fan-out, shared with the SQL stores
-	closed   bool
+	mu        sync.Mutex
+	byID      map[string]ref // event_id -> where it is
+	sessions  map[string]*session
+	approvals map[string]*store.ApprovalRecord // by approval_id, of every session
+	notified  map[string]bool                  // approvals ClaimNotify gave out
+	hub       *fanout.Hub                      // Subscribe's coalescing fan-out, shared with the SQL stores
+	closed    bool
 
 	// AppendErr, when set, makes Append fail with it (tests of error paths).
 	AppendErr error
@@ -44,14 +48,20 @@ type session struct {
 	interactions map[string]*store.Interaction
 	order        []string        // interaction IDs, first seen first
 	results      map[string]bool // result keys counted once
+	counted      []store.CountedResult
+	listing      store.Listing
+	search       string                     // store.AddSearch's text
+	runEnds      map[string]store.RunEndRef // the earliest end of each run
 }
 
 // New returns an empty Store.
 func New() *Store {
 	return &Store{
-		byID:     make(map[string]ref),
-		sessions: make(map[string]*session),
-		hub:      fanout.New(),
+		byID:      make(map[string]ref),
+		sessions:  make(map[string]*session),
+		approvals: make(map[string]*store.ApprovalRecord),
+		notified:  make(map[string]bool),
+		hub:       fanout.New(),
 	}
 }
 
@@ -96,13 +106,17 @@ func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.Appen
 				info:         store.Session{ID: ev.SessionID, Status: store.StatusUnknown, CreatedAt: now, ConversationIDs: []store.ConversationRef{}},
 				interactions: make(map[string]*store.Interaction),
 				results:      make(map[string]bool),
+				runEnds:      make(map[string]store.RunEndRef),
 			}
+			ss.search, _ = store.AddSearch("", store.SearchNeedle(ev.SessionID))
 			s.sessions[ev.SessionID] = ss
 		}
 		ev.EventData = append(json.RawMessage(nil), ev.EventData...)
 		ev.Cursor = int64(len(ss.events)) + 1
 		ss.events = append(ss.events, ev)
-		ss.apply(ev, now)
+		f := store.FactsOf(ev)
+		ss.apply(ev, f, now)
+		s.foldApprovals(ss, ev, f)
 		s.byID[ev.EventID] = ref{ev.SessionID, ev.Cursor}
 		if j, ok := changedAt[ev.SessionID]; ok {
 			changed[j].Cursor = ev.Cursor
@@ -121,12 +135,11 @@ func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.Appen
 
 // apply folds one new event into the summary with the store package's
 // incremental rules (the same the SQL stores use).
-func (ss *session) apply(ev store.Event, now time.Time) {
+func (ss *session) apply(ev store.Event, f store.Facts, now time.Time) {
 	in := &ss.info
 	in.EventCount++
 	in.UpdatedAt = now
 	in.LastCursor = ev.Cursor
-	f := store.FactsOf(ev)
 	it := ss.interactions[ev.InteractionID]
 	if it == nil {
 		it = &store.Interaction{ID: ev.InteractionID}
@@ -144,7 +157,12 @@ func (ss *session) apply(ev store.Event, now time.Time) {
 		ss.results[f.Result.Key] = true
 		in.Usage = in.Usage.Add(f.Result.Usage)
 		in.CostUSD += f.Result.CostUSD
+		in.Turns++
+		ss.counted = append(ss.counted, store.CountedResult{Key: f.Result.Key, EventID: ev.EventID, At: ev.Timestamp.UTC(), Result: f.Result})
 	}
+	ss.listing.Apply(ev, f)
+	ss.listing.Fill(in)
+	ss.search, _ = store.AddSearch(ss.search, store.SearchItems(f)...)
 	ins := make([]store.Interaction, 0, len(ss.order))
 	for _, id := range ss.order {
 		ins = append(ins, *ss.interactions[id])
@@ -176,31 +194,54 @@ func (ss *session) snapshot() store.Session {
 	return out
 }
 
-// Sessions implements store.Store.
+// Sessions implements store.Store: the SQL stores' filters and order (newest
+// UpdatedAt first, then greatest ID), over every session.
 func (s *Store) Sessions(ctx context.Context, opts store.ListOptions) ([]store.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, store.ErrClosed
 	}
+	needle := store.SearchNeedle(opts.Query)
 	out := make([]store.Session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
-		out = append(out, ss.snapshot())
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
-			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		if listed(ss, opts, needle) {
+			out = append(out, ss.snapshot())
 		}
-		return out[i].ID < out[j].ID
-	})
+	}
+	sort.Slice(out, func(i, j int) bool { return newer(out[i].UpdatedAt, out[i].ID, out[j].UpdatedAt, out[j].ID) })
 	limit := opts.Limit
-	if limit <= 0 {
+	switch {
+	case limit <= 0:
 		limit = 100
+	case limit > 1000:
+		limit = 1000
 	}
 	if len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// newer orders the session list.
+func newer(at time.Time, id string, bt time.Time, bid string) bool {
+	if !at.Equal(bt) {
+		return at.After(bt)
+	}
+	return id > bid
+}
+
+func listed(ss *session, opts store.ListOptions, needle string) bool {
+	in := &ss.info
+	switch {
+	case opts.Status != "" && in.Status != opts.Status,
+		opts.Project != "" && in.Project != opts.Project,
+		!opts.From.IsZero() && in.CreatedAt.Before(opts.From),
+		!opts.To.IsZero() && !in.CreatedAt.Before(opts.To),
+		opts.After != nil && !newer(opts.After.UpdatedAt, opts.After.ID, in.UpdatedAt, in.ID):
+		return false
+	}
+	return store.SearchMatches(ss.search, needle)
 }
 
 // Events implements store.Store.

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -158,13 +159,23 @@ func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
 	return sess, nil
 }
 
-// Sessions implements store.Store: newest UpdatedAt first, ties by ID.
+// dialect is PostgreSQL's SQL for ingest's shared queries. strpos compares
+// bytes (search text and needle are lower-cased already); sums of bigint
+// are numeric, cast back.
+var dialect = ingest.Dialect{
+	Placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
+	Contains:    func(h, n string) string { return "strpos(" + h + ", " + n + ") > 0" },
+	Int:         func(e string) string { return e + "::bigint" },
+	ByteOrder:   `COLLATE "C"`,
+}
+
+// Sessions implements store.Store: newest UpdatedAt first, then greatest ID.
 func (s *Store) Sessions(ctx context.Context, opts store.ListOptions) ([]store.Session, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+ingest.SessionColumns+` FROM sessions
-		ORDER BY updated_at DESC, id LIMIT $1`, ingest.Limit(opts.Limit))
+	q, args := ingest.ListQuery(dialect, opts)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: sessions: %w", err)
 	}

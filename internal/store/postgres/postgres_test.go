@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,8 +24,45 @@ import (
 // gets a database of its own.
 var pg pgtest.Shared
 
+// searchFixture is the search benchmarks' 10,000 sessions, built once in a
+// database that lives as long as the server.
+var searchFixture storetest.Fixture
+
+func searchStore(b *testing.B) store.Store {
+	srv := pg.Server(b)
+	return searchFixture.Store(b, 10000, func() (store.Store, func() error, error) {
+		_, url, err := srv.CreateDatabase(context.Background())
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	})
+}
+
+// BenchmarkSessionSearch: a search of 10,000 sessions that matches ten (it
+// reads every session's search text), against the unfiltered first page.
+func BenchmarkSessionSearch(b *testing.B) {
+	b.Run("postgres", func(b *testing.B) {
+		storetest.BenchSessionSearch(b, searchStore(b), store.ListOptions{Query: storetest.SearchRare}, 10)
+	})
+}
+
+func BenchmarkSessionSearchBaseline(b *testing.B) {
+	b.Run("postgres", func(b *testing.B) {
+		storetest.BenchSessionSearch(b, searchStore(b), store.ListOptions{}, 100)
+	})
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := searchFixture.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	pg.Stop()
 	// Close must stop every goroutine a Store started (listener, pool).
 	if err := goleak.Find(); code == 0 && err != nil {
@@ -45,6 +84,31 @@ func open(t testing.TB, url string) *postgres.Store {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t, pg.Database(t)) })
+}
+
+// TestTwoStores: two Stores on one database, as two replicas.
+func TestTwoStores(t *testing.T) {
+	storetest.RunShared(t, storetest.Shared{Notifies: true, Open: func(t *testing.T) (store.Store, store.Store) {
+		url := pg.Database(t)
+		return open(t, url), open(t, url)
+	}})
+}
+
+// TestBackfill opens a database that a release before migration 2 filled:
+// the migration derives the new fields, tables and rows from the events.
+func TestBackfill(t *testing.T) {
+	ctx := context.Background()
+	url := pg.Database(t)
+	events := storetest.BackfillFixture()
+	ph := func(n int) string { return "$" + strconv.Itoa(n) }
+	if err := postgres.CreateOld(ctx, url, 1, storetest.V1Inserts(events, ph)); err != nil {
+		t.Fatalf("create a v1 database: %v", err)
+	}
+	s := open(t, url)
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2]", v, err)
+	}
+	storetest.CheckBackfill(t, s, events)
 }
 
 func event(session, id string, seq int64) store.Event {
@@ -125,8 +189,8 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 	}
 	s := open(t, url)
-	if v, err := s.SchemaVersions(context.Background()); err != nil || len(v) != 1 || v[0] != 1 {
-		t.Errorf("schema_migrations = %v, %v; want [1]", v, err)
+	if v, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(v, []int{1, 2}) {
+		t.Errorf("schema_migrations = %v, %v; want [1 2]", v, err)
 	}
 }
 

@@ -86,12 +86,110 @@ CREATE TABLE results (
 	PRIMARY KEY (session_id, result_key)
 );
 `,
+	// 2: what the session list shows and searches (issue 16), usage rows by
+	// day and model, approvals and their remote decisions (issue 17); the
+	// columns of package sqlite's migration 2. The backfill (backfills[2])
+	// derives them for the sessions stored before.
+	`
+ALTER TABLE sessions
+	ADD COLUMN title     text   NOT NULL DEFAULT '',
+	ADD COLUMN project   text   NOT NULL DEFAULT '',
+	ADD COLUMN source    text   NOT NULL DEFAULT '',
+	ADD COLUMN model     text   NOT NULL DEFAULT '',
+	ADD COLUMN turns     bigint NOT NULL DEFAULT 0,
+	ADD COLUMN list_keys text   NOT NULL DEFAULT '{}'; -- JSON store.Listing
+-- The list pages on (updated_at, id) descending, ties included.
+DROP INDEX sessions_recent;
+CREATE INDEX sessions_list ON sessions (updated_at DESC, id DESC);
+
+-- store.AddSearch's text, apart from sessions, which every Append updates.
+CREATE TABLE session_search (
+	session_id text COLLATE "C" PRIMARY KEY REFERENCES sessions (id),
+	text       text NOT NULL
+);
+
+-- A counted result's usage by model; model '' stands for the session's.
+CREATE TABLE result_usage (
+	session_id                  text COLLATE "C" NOT NULL REFERENCES sessions (id),
+	result_key                  text   NOT NULL,
+	model                       text   NOT NULL,
+	day                         text   NOT NULL, -- YYYY-MM-DD, UTC
+	at                          bigint NOT NULL, -- the result's envelope timestamp
+	input_tokens                bigint NOT NULL,
+	output_tokens               bigint NOT NULL,
+	cache_read_input_tokens     bigint NOT NULL,
+	cache_creation_input_tokens bigint NOT NULL,
+	cost_usd                    double precision NOT NULL,
+	PRIMARY KEY (session_id, result_key, model)
+);
+CREATE INDEX result_usage_at ON result_usage (at);
+
+-- store.ApprovalRecord (ingest.ApprovalColumns, written at ingest) and the
+-- remote decision (ingest.RemoteColumns, written by Decide).
+CREATE TABLE approvals (
+	approval_id          text COLLATE "C" PRIMARY KEY,
+	session_id           text COLLATE "C" NOT NULL REFERENCES sessions (id),
+	run_id               text    NOT NULL,
+	tool_name            text    NOT NULL,
+	title                text    NOT NULL,
+	input                text    NOT NULL, -- JSON as received, '' for none
+	kind                 text    NOT NULL,
+	options              text    NOT NULL, -- JSON []string
+	requested_at         bigint  NOT NULL,
+	state                text    NOT NULL,
+	decision             text    NOT NULL,
+	resolved_by          text    NOT NULL,
+	reason               text    NOT NULL,
+	resolved_at          bigint,
+	requested            integer NOT NULL,
+	request_event        text    NOT NULL,
+	closure              integer NOT NULL,
+	closure_event        text    NOT NULL,
+	decision_id          text    NOT NULL DEFAULT '', -- '' until Decide
+	remote_decision      text    NOT NULL DEFAULT '',
+	remote_reason        text    NOT NULL DEFAULT '',
+	remote_updated_input text    NOT NULL DEFAULT '',
+	remote_answers       text    NOT NULL DEFAULT '',
+	remote_by            text    NOT NULL DEFAULT '',
+	decided_at           bigint  NOT NULL DEFAULT 0,
+	notified_at          bigint  NOT NULL DEFAULT 0 -- ClaimNotify's claim
+);
+CREATE INDEX approvals_recent ON approvals (requested_at DESC, approval_id DESC);
+CREATE INDEX approvals_state ON approvals (state, requested_at DESC, approval_id DESC);
+CREATE INDEX approvals_run ON approvals (session_id, run_id);
+
+-- The earliest end of each run, which closes approvals requested after it.
+CREATE TABLE run_ends (
+	session_id text COLLATE "C" NOT NULL REFERENCES sessions (id),
+	run_id     text   NOT NULL,
+	at         bigint NOT NULL,
+	event_id   text COLLATE "C" NOT NULL,
+	PRIMARY KEY (session_id, run_id)
+);
+
+-- The backfill counts every result again, with its usage rows.
+DELETE FROM results;
+`,
+}
+
+// backfills derive, in Go, what a migration's new columns and tables hold
+// for the data stored before it. They run after every migration's SQL (they
+// use this build's statements, written for the newest schema), in version
+// order, in the migration transaction.
+var backfills = map[int]func(ctx context.Context, tx pgx.Tx) error{
+	2: backfill,
 }
 
 // migrate brings the schema up to date in one transaction that holds an
 // advisory lock, so that when several processes start at once one applies
 // the migrations and the others then find them applied.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrateTo(ctx, pool, len(migrations))
+}
+
+// migrateTo brings the schema up to version target (tests build old
+// databases with it).
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, target int) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return fmt.Errorf("lock migrations: %w", err)
@@ -109,13 +207,21 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if current > len(migrations) {
 			return fmt.Errorf("database schema version %d is newer than this build supports (%d): use a newer claude-relay", current, len(migrations))
 		}
-		for v := current + 1; v <= len(migrations); v++ {
+		for v := current + 1; v <= target; v++ {
 			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
 				return fmt.Errorf("apply migration %d: %w", v, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`,
 				v, time.Now().UnixNano()); err != nil {
 				return fmt.Errorf("record migration %d: %w", v, err)
+			}
+		}
+		// A new database (current 0) has nothing to backfill.
+		for v := current + 1; current > 0 && v <= target; v++ {
+			if fill := backfills[v]; fill != nil {
+				if err := fill(ctx, tx); err != nil {
+					return fmt.Errorf("migration %d: %w", v, err)
+				}
 			}
 		}
 		return nil

@@ -45,28 +45,40 @@ func (t *writeTx) KnownEvents(ctx context.Context, ids []string) (map[string]int
 // then takes the update path), an existing one "updated" to itself, which
 // locks it like SELECT ... FOR UPDATE. ids arrive sorted and the batch runs
 // in order, so every transaction locks in the same order.
-func (t *writeTx) LockSessions(ctx context.Context, ids []string, now time.Time) (map[string]*store.Session, error) {
+func (t *writeTx) LockSessions(ctx context.Context, ids []string, now time.Time) (map[string]*ingest.State, error) {
 	b := &pgx.Batch{}
 	for _, id := range ids {
+		// xmax = 0 only in a row this statement inserted: the session is new.
 		b.Queue(`INSERT INTO sessions (id, created_at, updated_at) VALUES ($1, $2, $2)
 			ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id
-			RETURNING `+ingest.SessionColumns, id, ingest.Nanos(now))
+			RETURNING `+ingest.StateColumns+`, xmax = 0`, id, ingest.Nanos(now))
 	}
 	br := t.tx.SendBatch(ctx, b)
-	out := make(map[string]*store.Session, len(ids))
+	out := make(map[string]*ingest.State, len(ids))
 	for _, id := range ids {
-		s, err := ingest.ScanSession(br.QueryRow())
+		var isNew bool
+		s, err := ingest.ScanState(withExtra{br.QueryRow(), &isNew})
 		if err != nil {
 			_ = br.Close()
 			return nil, fmt.Errorf("lock session %q: %w", id, err)
 		}
-		out[id] = &s
+		s.New = isNew
+		out[id] = s
 	}
 	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("lock sessions: %w", err)
 	}
 	return out, nil
 }
+
+// withExtra scans a row with one more column than the scanner it is given
+// asks for.
+type withExtra struct {
+	row   pgx.Row
+	extra any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra)...) }
 
 func (t *writeTx) Interactions(ctx context.Context, sessionID string, ids []string) (map[string]store.Interaction, error) {
 	rows, err := t.tx.Query(ctx, `SELECT `+ingest.InteractionColumns+` FROM interactions
@@ -108,6 +120,9 @@ const (
 	insertEvent = `INSERT INTO events (` + ingest.EventColumns + `, received_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 	insertResult      = `INSERT INTO results (session_id, result_key, event_id) VALUES ($1, $2, $3)`
+	insertResultUsage = `INSERT INTO result_usage (session_id, result_key, model, day, at,
+		input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens, cost_usd)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 	upsertInteraction = `INSERT INTO interactions (session_id, ` + ingest.InteractionColumns + `)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (session_id, interaction_id) DO UPDATE SET
@@ -116,7 +131,72 @@ const (
 			lifecycle_seq = EXCLUDED.lifecycle_seq, status = EXCLUDED.status,
 			lifecycle_at = EXCLUDED.lifecycle_at, started_seq = EXCLUDED.started_seq,
 			started_at = EXCLUDED.started_at`
+	upsertSearch = `INSERT INTO session_search (session_id, text) VALUES ($1, $2)
+		ON CONFLICT (session_id) DO UPDATE SET text = EXCLUDED.text`
+	upsertApproval = `INSERT INTO approvals (` + ingest.ApprovalColumns + `)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		ON CONFLICT (approval_id) DO UPDATE SET
+			run_id = EXCLUDED.run_id, tool_name = EXCLUDED.tool_name, title = EXCLUDED.title,
+			input = EXCLUDED.input, kind = EXCLUDED.kind, options = EXCLUDED.options,
+			requested_at = EXCLUDED.requested_at, state = EXCLUDED.state,
+			decision = EXCLUDED.decision, resolved_by = EXCLUDED.resolved_by,
+			reason = EXCLUDED.reason, resolved_at = EXCLUDED.resolved_at,
+			requested = EXCLUDED.requested, request_event = EXCLUDED.request_event,
+			closure = EXCLUDED.closure, closure_event = EXCLUDED.closure_event`
+	// Keeps the earliest end whichever transaction stored one first.
+	upsertRunEnd = `INSERT INTO run_ends (session_id, run_id, at, event_id) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (session_id, run_id) DO UPDATE SET at = EXCLUDED.at, event_id = EXCLUDED.event_id
+		WHERE (EXCLUDED.at, EXCLUDED.event_id) < (run_ends.at, run_ends.event_id)`
 )
+
+func (t *writeTx) Search(ctx context.Context, sessionID string) (string, error) {
+	var text string
+	err := t.tx.QueryRow(ctx, `SELECT text FROM session_search WHERE session_id = $1`, sessionID).Scan(&text)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("search text of %q: %w", sessionID, err)
+	}
+	return text, nil
+}
+
+func (t *writeTx) Approvals(ctx context.Context, sessionID string, ids, runIDs []string) (map[string]*store.ApprovalRecord, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+ingest.ApprovalColumns+`, `+ingest.RemoteColumns+` FROM approvals
+		WHERE approval_id = ANY($1) OR (session_id = $2 AND run_id = ANY($3))`, ids, sessionID, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("approvals of %q: %w", sessionID, err)
+	}
+	list, err := pgx.CollectRows(rows, scanApproval)
+	if err != nil {
+		return nil, fmt.Errorf("approvals of %q: %w", sessionID, err)
+	}
+	out := make(map[string]*store.ApprovalRecord, len(list))
+	for _, r := range list {
+		out[r.ApprovalID] = r
+	}
+	return out, nil
+}
+
+func scanApproval(r pgx.CollectableRow) (*store.ApprovalRecord, error) { return ingest.ScanApproval(r) }
+
+func (t *writeTx) RunEnds(ctx context.Context, sessionID string, runIDs []string) (map[string]store.RunEndRef, error) {
+	rows, err := t.tx.Query(ctx, `SELECT run_id, at, event_id FROM run_ends
+		WHERE session_id = $1 AND run_id = ANY($2)`, sessionID, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("run ends of %q: %w", sessionID, err)
+	}
+	out := map[string]store.RunEndRef{}
+	var (
+		run, eventID string
+		at           int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&run, &at, &eventID}, func() error {
+		out[run] = store.RunEndRef{At: ingest.Time(at), EventID: eventID}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run ends of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
 
 // Write sends every row in one batch.
 func (t *writeTx) Write(ctx context.Context, w ingest.Writes) error {
@@ -127,9 +207,27 @@ func (t *writeTx) Write(ctx context.Context, w ingest.Writes) error {
 	}
 	for _, r := range w.Results {
 		b.Queue(insertResult, r.SessionID, r.Key, r.EventID)
+		for _, m := range r.Models {
+			b.Queue(insertResultUsage, r.SessionID, r.Key, m.Model, r.Day, ingest.Nanos(r.At),
+				m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadInputTokens,
+				m.Usage.CacheCreationInputTokens, m.CostUSD)
+		}
 	}
 	for i := range w.Interactions {
 		b.Queue(upsertInteraction, ingest.InteractionArgs(&w.Interactions[i])...)
+	}
+	for _, r := range w.Search {
+		b.Queue(upsertSearch, r.SessionID, r.Text)
+	}
+	for i := range w.Approvals {
+		args, err := ingest.ApprovalArgs(&w.Approvals[i])
+		if err != nil {
+			return err
+		}
+		b.Queue(upsertApproval, args...)
+	}
+	for _, e := range w.RunEnds {
+		b.Queue(upsertRunEnd, e.SessionID, e.RunID, ingest.Nanos(e.At), e.EventID)
 	}
 	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("write rows: %w", err)
@@ -164,8 +262,8 @@ func (t *writeTx) Summary(ctx context.Context, sessionID string) (ingest.Summary
 	return sum, nil
 }
 
-func (t *writeTx) UpdateSession(ctx context.Context, s *store.Session) error {
-	args, err := ingest.SessionArgs(s)
+func (t *writeTx) UpdateSession(ctx context.Context, s *ingest.State) error {
+	args, err := ingest.StateArgs(s)
 	if err != nil {
 		return err
 	}
@@ -173,7 +271,8 @@ func (t *writeTx) UpdateSession(ctx context.Context, s *store.Session) error {
 		conversation_ids = $3, status = $4, event_count = $5, interaction_count = $6,
 		input_tokens = $7, output_tokens = $8, cache_read_input_tokens = $9,
 		cache_creation_input_tokens = $10, total_cost_usd = $11, created_at = $12, updated_at = $13,
-		started_at = $14, ended_at = $15, last_cursor = $16 WHERE id = $1`, args...)
+		started_at = $14, ended_at = $15, last_cursor = $16, title = $17, project = $18,
+		source = $19, model = $20, turns = $21, list_keys = $22 WHERE id = $1`, args...)
 	if err != nil {
 		return fmt.Errorf("update session %q: %w", s.ID, err)
 	}

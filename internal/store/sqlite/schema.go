@@ -77,12 +77,110 @@ CREATE TABLE results (
 	PRIMARY KEY (session_id, result_key)
 ) WITHOUT ROWID;
 `,
+	// 2: what the session list shows and searches (issue 16), usage rows by
+	// day and model, approvals and their remote decisions (issue 17). The
+	// backfill (backfills[2]) derives them for the sessions stored before.
+	`
+ALTER TABLE sessions ADD COLUMN title     TEXT    NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN project   TEXT    NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN source    TEXT    NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN model     TEXT    NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN turns     INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN list_keys TEXT    NOT NULL DEFAULT '{}'; -- JSON store.Listing
+-- The list pages on (updated_at, id) descending, ties included.
+DROP INDEX sessions_recent;
+CREATE INDEX sessions_list ON sessions (updated_at DESC, id DESC);
+
+-- store.AddSearch's text, apart from sessions: every Append rewrites its
+-- session's row, which should not carry up to 64 KiB of text each time.
+CREATE TABLE session_search (
+	session_id TEXT PRIMARY KEY REFERENCES sessions (id),
+	text       TEXT NOT NULL
+);
+
+-- A counted result's usage by model (store.CountedResult.Rows); model ''
+-- stands for the session's model, read when aggregating.
+CREATE TABLE result_usage (
+	session_id                  TEXT    NOT NULL REFERENCES sessions (id),
+	result_key                  TEXT    NOT NULL,
+	model                       TEXT    NOT NULL,
+	day                         TEXT    NOT NULL, -- YYYY-MM-DD, UTC
+	at                          INTEGER NOT NULL, -- the result's envelope timestamp
+	input_tokens                INTEGER NOT NULL,
+	output_tokens               INTEGER NOT NULL,
+	cache_read_input_tokens     INTEGER NOT NULL,
+	cache_creation_input_tokens INTEGER NOT NULL,
+	cost_usd                    REAL    NOT NULL,
+	PRIMARY KEY (session_id, result_key, model)
+) WITHOUT ROWID;
+CREATE INDEX result_usage_at ON result_usage (at);
+
+-- store.ApprovalRecord (columns ingest.ApprovalColumns, written at ingest)
+-- and the remote decision (ingest.RemoteColumns, written by Decide).
+CREATE TABLE approvals (
+	approval_id          TEXT PRIMARY KEY,
+	session_id           TEXT    NOT NULL REFERENCES sessions (id),
+	run_id               TEXT    NOT NULL,
+	tool_name            TEXT    NOT NULL,
+	title                TEXT    NOT NULL,
+	input                TEXT    NOT NULL, -- JSON as received, '' for none
+	kind                 TEXT    NOT NULL,
+	options              TEXT    NOT NULL, -- JSON []string
+	requested_at         INTEGER NOT NULL,
+	state                TEXT    NOT NULL,
+	decision             TEXT    NOT NULL,
+	resolved_by          TEXT    NOT NULL,
+	reason               TEXT    NOT NULL,
+	resolved_at          INTEGER,
+	requested            INTEGER NOT NULL,
+	request_event        TEXT    NOT NULL,
+	closure              INTEGER NOT NULL,
+	closure_event        TEXT    NOT NULL,
+	decision_id          TEXT    NOT NULL DEFAULT '', -- '' until Decide
+	remote_decision      TEXT    NOT NULL DEFAULT '',
+	remote_reason        TEXT    NOT NULL DEFAULT '',
+	remote_updated_input TEXT    NOT NULL DEFAULT '',
+	remote_answers       TEXT    NOT NULL DEFAULT '',
+	remote_by            TEXT    NOT NULL DEFAULT '',
+	decided_at           INTEGER NOT NULL DEFAULT 0,
+	notified_at          INTEGER NOT NULL DEFAULT 0 -- ClaimNotify's claim
+);
+CREATE INDEX approvals_recent ON approvals (requested_at DESC, approval_id DESC);
+CREATE INDEX approvals_state ON approvals (state, requested_at DESC, approval_id DESC);
+CREATE INDEX approvals_run ON approvals (session_id, run_id);
+
+-- The earliest end of each run, which closes approvals requested after it.
+CREATE TABLE run_ends (
+	session_id TEXT    NOT NULL REFERENCES sessions (id),
+	run_id     TEXT    NOT NULL,
+	at         INTEGER NOT NULL,
+	event_id   TEXT    NOT NULL,
+	PRIMARY KEY (session_id, run_id)
+) WITHOUT ROWID;
+
+-- The backfill counts every result again, with its usage rows.
+DELETE FROM results;
+`,
+}
+
+// backfills derive, in Go, what a migration's new columns and tables hold
+// for the data stored before it. They run after every migration's SQL (they
+// use this build's statements, written for the newest schema), in version
+// order, in the migration transaction.
+var backfills = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	2: backfill,
 }
 
 // migrate brings the schema up to date. The transaction begins IMMEDIATE
 // (see dsn), which takes SQLite's write lock first, so two processes opening
 // one file at once apply each migration once.
 func migrate(ctx context.Context, db *sql.DB) error {
+	return migrateTo(ctx, db, len(migrations))
+}
+
+// migrateTo brings the schema up to version target (tests build old
+// databases with it).
+func migrateTo(ctx context.Context, db *sql.DB, target int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin migration: %w", err)
@@ -101,13 +199,21 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if current > len(migrations) {
 		return fmt.Errorf("database schema version %d is newer than this build supports (%d): use a newer claude-relay", current, len(migrations))
 	}
-	for v := current + 1; v <= len(migrations); v++ {
+	for v := current + 1; v <= target; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
 			return fmt.Errorf("apply migration %d: %w", v, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
 			v, time.Now().UnixNano()); err != nil {
 			return fmt.Errorf("record migration %d: %w", v, err)
+		}
+	}
+	// A new database (current 0) has nothing to backfill.
+	for v := current + 1; current > 0 && v <= target; v++ {
+		if fill := backfills[v]; fill != nil {
+			if err := fill(ctx, tx); err != nil {
+				return fmt.Errorf("migration %d: %w", v, err)
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -11,8 +11,9 @@
 // other processes), and a reader pool that WAL mode lets read while the
 // writer writes. Each Append is one transaction however many events it has.
 //
-// Subscribe is in-process: it sees the Appends of this Store only. Several
-// processes serving one database live should use package postgres.
+// Subscribe is in-process: it sees the Appends and Decides of this Store
+// only. Several processes serving one database live should use package
+// postgres.
 package sqlite
 
 import (
@@ -191,12 +192,21 @@ func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
 	return sess, nil
 }
 
-// Sessions implements store.Store: newest UpdatedAt first, ties by ID.
+// dialect is SQLite's SQL for ingest's shared queries. instr compares
+// bytes: search text and needle are lower-cased already.
+var dialect = ingest.Dialect{
+	Placeholder: func(int) string { return "?" },
+	Contains:    func(h, n string) string { return "instr(" + h + ", " + n + ") > 0" },
+	Int:         func(e string) string { return e },
+}
+
+// Sessions implements store.Store: newest UpdatedAt first, then greatest ID.
 func (s *Store) Sessions(ctx context.Context, opts store.ListOptions) ([]store.Session, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.st.readSessions.QueryContext(ctx, ingest.Limit(opts.Limit))
+	q, args := ingest.ListQuery(dialect, opts)
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
 	}

@@ -2,9 +2,12 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -27,6 +30,44 @@ func open(t testing.TB) *sqlite.Store {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t) })
+}
+
+// TestTwoStores: two Stores on one file, as two processes.
+func TestTwoStores(t *testing.T) {
+	storetest.RunShared(t, storetest.Shared{Open: func(t *testing.T) (store.Store, store.Store) {
+		path := filepath.Join(t.TempDir(), "relay.db")
+		a, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = a.Close() })
+		b, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return a, b
+	}})
+}
+
+// TestBackfill opens a database that a release before migration 2 filled:
+// the migration derives the new fields, tables and rows from the events.
+func TestBackfill(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	events := storetest.BackfillFixture()
+	if err := sqlite.CreateOld(ctx, path, 1, storetest.V1Inserts(events, func(int) string { return "?" })); err != nil {
+		t.Fatalf("create a v1 database: %v", err)
+	}
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open a v1 database: %v", err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2]", v, err)
+	}
+	storetest.CheckBackfill(t, s, events)
 }
 
 func TestOpenCreatesPrivateDirectory(t *testing.T) {
@@ -73,8 +114,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	if n, err := s.SchemaVersions(context.Background()); err != nil || len(n) != 1 || n[0] != 1 {
-		t.Errorf("schema_migrations = %v, %v; want [1]", n, err)
+	if n, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(n, []int{1, 2}) {
+		t.Errorf("schema_migrations = %v, %v; want [1 2]", n, err)
 	}
 	// The file header's read and write versions (bytes 18 and 19) are 2 in
 	// WAL mode: every concurrent opener saw the same mode.
@@ -112,7 +153,47 @@ func BenchmarkIngest(b *testing.B) {
 	}
 }
 
+// searchFixture is the search benchmarks' 10,000 sessions, built once.
+var searchFixture storetest.Fixture
+
+func searchStore(b *testing.B) store.Store {
+	return searchFixture.Store(b, 10000, func() (store.Store, func() error, error) {
+		dir, err := os.MkdirTemp("", "relay-search-")
+		if err != nil {
+			return nil, nil, err
+		}
+		s, err := sqlite.Open(context.Background(), filepath.Join(dir, "relay.db"))
+		if err != nil {
+			return nil, nil, errors.Join(err, os.RemoveAll(dir))
+		}
+		return s, func() error { return errors.Join(s.Close(), os.RemoveAll(dir)) }, nil
+	})
+}
+
+// BenchmarkSessionSearch: a search of 10,000 sessions that matches ten (it
+// reads every session's search text), against the unfiltered first page.
+func BenchmarkSessionSearch(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		storetest.BenchSessionSearch(b, searchStore(b), store.ListOptions{Query: storetest.SearchRare}, 10)
+	})
+}
+
+func BenchmarkSessionSearchBaseline(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		storetest.BenchSessionSearch(b, searchStore(b), store.ListOptions{}, 100)
+	})
+}
+
 func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := searchFixture.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	// Close must stop every goroutine the Store started.
-	goleak.VerifyTestMain(m)
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
 }

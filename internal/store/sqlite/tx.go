@@ -17,6 +17,9 @@ import (
 type writeTx struct {
 	tx *sql.Tx
 	st *statements
+	// owned: st was prepared on tx itself (a migration's backfill, which
+	// runs before the Store's statements can be prepared).
+	owned bool
 }
 
 var _ ingest.Tx = (*writeTx)(nil)
@@ -24,6 +27,9 @@ var _ ingest.Tx = (*writeTx)(nil)
 // stmt binds a statement prepared on the writer to the transaction; the
 // writer has one connection, so it is parsed once per Store.
 func (t *writeTx) stmt(ctx context.Context, s *sql.Stmt) *sql.Stmt {
+	if t.owned {
+		return s
+	}
 	return t.tx.StmtContext(ctx, s)
 }
 
@@ -47,6 +53,9 @@ func (t *writeTx) query(ctx context.Context, s *sql.Stmt, args []any, scan func(
 // with json_each: one prepared statement serves any length, where an
 // IN (?, ?, ...) list would be a new statement for every length.
 func jsonList(keys []string) (string, error) {
+	if keys == nil {
+		keys = []string{} // "[]", not "null"
+	}
 	b, err := json.Marshal(keys)
 	return string(b), err
 }
@@ -72,19 +81,19 @@ func (t *writeTx) KnownEvents(ctx context.Context, ids []string) (map[string]int
 	return known, nil
 }
 
-func (t *writeTx) LockSessions(ctx context.Context, ids []string, now time.Time) (map[string]*store.Session, error) {
-	out := make(map[string]*store.Session, len(ids))
+func (t *writeTx) LockSessions(ctx context.Context, ids []string, now time.Time) (map[string]*ingest.State, error) {
+	out := make(map[string]*ingest.State, len(ids))
 	for _, id := range ids {
-		s, err := ingest.ScanSession(t.stmt(ctx, t.st.session).QueryRowContext(ctx, id))
+		s, err := ingest.ScanState(t.stmt(ctx, t.st.session).QueryRowContext(ctx, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			s = store.Session{ID: id, Status: store.StatusUnknown, CreatedAt: now, UpdatedAt: now,
-				ConversationIDs: []store.ConversationRef{}}
+			s = &ingest.State{New: true, Session: store.Session{ID: id, Status: store.StatusUnknown,
+				CreatedAt: now, UpdatedAt: now, ConversationIDs: []store.ConversationRef{}}}
 			_, err = t.stmt(ctx, t.st.insertSession).ExecContext(ctx, id, ingest.Nanos(now))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("session %q: %w", id, err)
 		}
-		out[id] = &s
+		out[id] = s
 	}
 	return out, nil
 }
@@ -130,6 +139,64 @@ func (t *writeTx) KnownResults(ctx context.Context, sessionID string, keys []str
 	return out, nil
 }
 
+func (t *writeTx) Search(ctx context.Context, sessionID string) (string, error) {
+	var text string
+	err := t.stmt(ctx, t.st.search).QueryRowContext(ctx, sessionID).Scan(&text)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("search text of %q: %w", sessionID, err)
+	}
+	return text, nil
+}
+
+func (t *writeTx) Approvals(ctx context.Context, sessionID string, ids, runIDs []string) (map[string]*store.ApprovalRecord, error) {
+	idList, err := jsonList(ids)
+	if err != nil {
+		return nil, err
+	}
+	runList, err := jsonList(runIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*store.ApprovalRecord{}
+	err = t.query(ctx, t.st.approvals, []any{idList, sessionID, runList}, func(rows *sql.Rows) error {
+		r, err := ingest.ScanApproval(rows)
+		if err != nil {
+			return err
+		}
+		out[r.ApprovalID] = r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("approvals of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+func (t *writeTx) RunEnds(ctx context.Context, sessionID string, runIDs []string) (map[string]store.RunEndRef, error) {
+	list, err := jsonList(runIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]store.RunEndRef{}
+	err = t.query(ctx, t.st.runEnds, []any{sessionID, list}, func(rows *sql.Rows) error {
+		var (
+			run string
+			at  int64
+			e   store.RunEndRef
+		)
+		if err := rows.Scan(&run, &at, &e.EventID); err != nil {
+			return err
+		}
+		e.At = ingest.Time(at)
+		out[run] = e
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run ends of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
 func (t *writeTx) Write(ctx context.Context, w ingest.Writes) error {
 	insertEvent := t.stmt(ctx, t.st.insertEvent)
 	for i := range w.Events {
@@ -137,16 +204,50 @@ func (t *writeTx) Write(ctx context.Context, w ingest.Writes) error {
 			return fmt.Errorf("insert event %s: %w", w.Events[i].EventID, err)
 		}
 	}
-	insertResult := t.stmt(ctx, t.st.insertResult)
-	for _, r := range w.Results {
-		if _, err := insertResult.ExecContext(ctx, r.SessionID, r.Key, r.EventID); err != nil {
-			return fmt.Errorf("insert result %s: %w", r.Key, err)
-		}
+	if err := t.writeResults(ctx, w.Results); err != nil {
+		return err
 	}
 	upsert := t.stmt(ctx, t.st.upsertInteraction)
 	for i := range w.Interactions {
 		if _, err := upsert.ExecContext(ctx, ingest.InteractionArgs(&w.Interactions[i])...); err != nil {
 			return fmt.Errorf("upsert interaction %s: %w", w.Interactions[i].ID, err)
+		}
+	}
+	for _, r := range w.Search {
+		if _, err := t.stmt(ctx, t.st.upsertSearch).ExecContext(ctx, r.SessionID, r.Text); err != nil {
+			return fmt.Errorf("search text of %q: %w", r.SessionID, err)
+		}
+	}
+	for i := range w.Approvals {
+		args, err := ingest.ApprovalArgs(&w.Approvals[i])
+		if err != nil {
+			return err
+		}
+		if _, err := t.stmt(ctx, t.st.upsertApproval).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("upsert approval %s: %w", w.Approvals[i].ApprovalID, err)
+		}
+	}
+	for _, e := range w.RunEnds {
+		if _, err := t.stmt(ctx, t.st.upsertRunEnd).ExecContext(ctx, e.SessionID, e.RunID, ingest.Nanos(e.At), e.EventID); err != nil {
+			return fmt.Errorf("end of run %s: %w", e.RunID, err)
+		}
+	}
+	return nil
+}
+
+func (t *writeTx) writeResults(ctx context.Context, results []ingest.ResultRow) error {
+	insertResult := t.stmt(ctx, t.st.insertResult)
+	insertUsage := t.stmt(ctx, t.st.insertResultUsage)
+	for _, r := range results {
+		if _, err := insertResult.ExecContext(ctx, r.SessionID, r.Key, r.EventID); err != nil {
+			return fmt.Errorf("insert result %s: %w", r.Key, err)
+		}
+		for _, m := range r.Models {
+			if _, err := insertUsage.ExecContext(ctx, r.SessionID, r.Key, m.Model, r.Day, ingest.Nanos(r.At),
+				m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadInputTokens,
+				m.Usage.CacheCreationInputTokens, m.CostUSD); err != nil {
+				return fmt.Errorf("insert usage of result %s: %w", r.Key, err)
+			}
 		}
 	}
 	return nil
@@ -169,12 +270,12 @@ func (t *writeTx) Summary(ctx context.Context, sessionID string) (ingest.Summary
 	return sum, nil
 }
 
-func (t *writeTx) UpdateSession(ctx context.Context, s *store.Session) error {
-	args, err := ingest.SessionArgs(s)
+func (t *writeTx) UpdateSession(ctx context.Context, s *ingest.State) error {
+	args, err := ingest.StateArgs(s)
 	if err != nil {
 		return err
 	}
-	// args[0] is the id; the rest follow SessionColumns.
+	// args[0] is the id; the rest follow StateColumns.
 	_, err = t.stmt(ctx, t.st.updateSession).ExecContext(ctx, append(args[1:], args[0])...)
 	if err != nil {
 		return fmt.Errorf("update session %q: %w", s.ID, err)

@@ -48,6 +48,21 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SessionsOrder", testSessionsOrder},
 		{"Invalid", testInvalid},
 		{"Close", testClose},
+		{"ListFields", testListFields},
+		{"ListFieldsArrivalOrder", testListFieldsArrivalOrder},
+		{"Search", testSearch},
+		{"SearchBounded", testSearchBounded},
+		{"ListFilters", testListFilters},
+		{"ListPaging", testListPaging},
+		{"UsageRows", testUsageRows},
+		{"UsageMatchesSessions", testUsageMatchesSessions},
+		{"Approvals", testApprovals},
+		{"ApprovalsArrivalOrder", testApprovalsArrivalOrder},
+		{"ApprovalsList", testApprovalsList},
+		{"Decide", testDecide},
+		{"DecideConcurrent", testDecideConcurrent},
+		{"DecideNotifies", testDecideNotifies},
+		{"ClaimNotify", testClaimNotify},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -310,10 +325,10 @@ func testConversationID(t *testing.T, s store.Store) {
 // testArrivalOrder appends one session's events in several orders and batch
 // sizes: every derived field must match store.Derive and each other.
 func testArrivalOrder(t *testing.T, s store.Store) {
-	base := richSession("tmpl")
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 6 {
 		sid := fmt.Sprintf("order-%d", round)
+		base := richSession(sid)
 		events := make([]store.Event, len(base))
 		for i, e := range base {
 			e.SessionID, e.EventID = sid, fmt.Sprintf("%s-%d", sid, i)
@@ -329,10 +344,15 @@ func testArrivalOrder(t *testing.T, s store.Store) {
 			rest = rest[n:]
 		}
 		got := mustSession(t, s, sid)
-		want := store.Derive(events)
-		checkDerived(t, got, want)
+		want := store.DeriveAll(events)
+		checkDerived(t, got, want.Session)
+		checkApprovals(t, s, want)
 		if got.ExternalConversationID != "fork" || got.Status != store.StatusCompleted {
 			t.Errorf("round %d: conversation %q, status %q; want fork, completed", round, got.ExternalConversationID, got.Status)
+		}
+		if got.Title != "one first prompt" || got.Project != "/work/one" || got.Model != "sonnet" || got.Turns != 3 {
+			t.Errorf("round %d: title %q, project %q, model %q, turns %d; want the first prompt, /work/one, sonnet, 3",
+				round, got.Title, got.Project, got.Model, got.Turns)
 		}
 	}
 }
@@ -343,19 +363,29 @@ func richSession(sid string) []store.Event {
 	const h = time.Hour
 	res1 := `{"type":"result","uuid":"r1","usage":{"input_tokens":10,"output_tokens":20,"cache_read_input_tokens":30,"cache_creation_input_tokens":40},"total_cost_usd":0.125,"session_id":"orig"}`
 	res2 := `{"type":"result","usage":{"input_tokens":1,"output_tokens":2},"total_cost_usd":0.5,"session_id":"fork"}`
+	res3 := `{"type":"result","uuid":"r3","total_cost_usd":7,"usage":{"input_tokens":1},"session_id":"fork",
+		"modelUsage":{"claude-opus-5-5":{"inputTokens":70,"outputTokens":35,"costUSD":0.25}},
+		"model_usage_since_last_result":{"claude-opus-5-5":{"inputTokens":7,"outputTokens":3,"costUSD":0.0625},
+			"claude-haiku-4-5":{"inputTokens":2,"cacheReadInputTokens":5,"costUSD":0.001}}}`
 	return []store.Event{
-		ev(sid, "i1", 1, store.EventRunStarted, 0, `{"prompt":"one"}`),
-		ev(sid, "i1", 2, "system", 1, `{"type":"system","subtype":"init","session_id":"orig"}`),
-		ev(sid, "i1", 3, "assistant", 2, `{"type":"assistant","session_id":"orig"}`),
+		ev(sid, "i1", 1, store.EventRunStarted, 0, `{"run_id":"run1","prompt":"  one\n first  prompt ","cwd":"/work/one","model":"opus"}`),
+		ev(sid, "i1", 2, "system", 1, `{"type":"system","subtype":"init","session_id":"orig","model":"claude-opus-5-5","cwd":"/x"}`),
+		ev(sid, "i1", 3, "assistant", 2, `{"type":"assistant","session_id":"orig","message":{"content":[{"type":"tool_use","name":"Bash","id":"t1","input":{}}]}}`),
+		approvalRequested(sid, "i1", 6, 2, "run1", sid+"-ap-1"),
+		approvalRequested(sid, "i1", 7, 2, "run1", sid+"-ap-2"),
+		approvalResolved(sid, "i1", 8, 3, "run1", sid+"-ap-1", "allow", "extension"),
 		ev(sid, "i1", 4, "result", 3, res1),
-		ev(sid, "i1", 5, store.EventRunCompleted, 4, `{"usage":{"input_tokens":999},"total_cost_usd":9}`),
+		ev(sid, "i1", 5, store.EventRunCompleted, 4, `{"run_id":"run1","usage":{"input_tokens":999},"total_cost_usd":9}`),
 		ev(sid, "i1", 4, "result", 3, res1), // re-sent under a new event_id
-		ev(sid, "i2", 1, store.EventRunStarted, h, `{"prompt":"two","resume":"orig"}`),
+		ev(sid, "i2", 1, store.EventRunStarted, h, `{"run_id":"run2","prompt":"two","resume":"orig","model":"sonnet"}`),
 		ev(sid, "i2", 2, "system", h+1, `{"type":"system","session_id":"fork"}`),
 		ev(sid, "i2", 3, "assistant", h+2, `{"type":"assistant","session_id":"fork"}`),
 		ev(sid, "i2", 4, "result", h+3, res2),
 		ev(sid, "i2", 4, "result", h+3, res2), // no uuid: deduplicated on (interaction, seq)
-		ev(sid, "i2", 5, store.EventRunCompleted, h+4, `{}`),
+		ev(sid, "i2", 6, "result", h+3, res3),
+		approvalResolved(sid, "i2", 7, h+3, "run2", sid+"-ap-3", "deny", "dashboard"), // its request arrives later or never
+		ev(sid, "i2", 5, store.EventRunCompleted, h+4, `{"run_id":"run2"}`),
+		approvalRequested(sid, "i2", 8, h+5, "run2", sid+"-ap-4"), // after its run ended
 	}
 }
 
@@ -383,6 +413,13 @@ func checkDerived(t *testing.T, got, want store.Session) {
 	}
 	if got.Usage != want.Usage || math.Abs(got.CostUSD-want.CostUSD) > 1e-9 {
 		t.Errorf("usage = %+v $%v, want %+v $%v", got.Usage, got.CostUSD, want.Usage, want.CostUSD)
+	}
+	if got.Turns != want.Turns {
+		t.Errorf("turns = %d, want %d", got.Turns, want.Turns)
+	}
+	if got.Title != want.Title || got.Project != want.Project || got.Source != want.Source || got.Model != want.Model {
+		t.Errorf("title %q, project %q, source %q, model %q; want %q, %q, %q, %q", got.Title, got.Project,
+			got.Source, got.Model, want.Title, want.Project, want.Source, want.Model)
 	}
 	if got.CreatedAt.IsZero() || got.UpdatedAt.Before(got.CreatedAt) {
 		t.Errorf("created_at %v, updated_at %v: want set and in order", got.CreatedAt, got.UpdatedAt)

@@ -1,8 +1,12 @@
 // Package ingest is the one Append algorithm both SQL backends run inside
 // their write transaction: duplicate detection on event_id, per-session
 // cursors, and the incremental update of each session's derived state with
-// the pure rules of package store. A backend supplies the SQL through Tx;
-// keeping the algorithm here means SQLite and PostgreSQL cannot drift apart.
+// the pure rules of package store (interactions, usage rows, list fields,
+// search text, approvals). A backend supplies the SQL through Tx; keeping
+// the algorithm here means SQLite and PostgreSQL cannot drift apart. So do
+// the read queries with filters (query.go, one builder over a Dialect) and
+// the backfill a migration runs for data stored before its rules
+// (backfill.go).
 package ingest
 
 import (
@@ -22,21 +26,37 @@ type Tx interface {
 	// KnownEvents returns the cursors of those of ids that are stored.
 	KnownEvents(ctx context.Context, ids []string) (map[string]int64, error)
 	// LockSessions locks the sessions' rows until the transaction ends,
-	// creating missing ones (CreatedAt and UpdatedAt now, status unknown),
-	// and returns them. ids are sorted so that concurrent transactions lock
-	// in one order and cannot deadlock.
-	LockSessions(ctx context.Context, ids []string, now time.Time) (map[string]*store.Session, error)
+	// creating missing ones (CreatedAt and UpdatedAt now, status unknown,
+	// New set), and returns them. ids are sorted so that concurrent
+	// transactions lock in one order and cannot deadlock.
+	LockSessions(ctx context.Context, ids []string, now time.Time) (map[string]*State, error)
 	// Interactions returns those of a session's interactions that exist.
 	Interactions(ctx context.Context, sessionID string, ids []string) (map[string]store.Interaction, error)
 	// KnownResults returns which result keys a session has counted.
 	KnownResults(ctx context.Context, sessionID string, keys []string) (map[string]bool, error)
-	// Write inserts events and results and upserts interactions.
+	// Search returns a session's search text, "" when it has none.
+	Search(ctx context.Context, sessionID string) (string, error)
+	// Approvals returns the approvals whose approval_id is in ids (of any
+	// session) and the session's approvals of the runs in runIDs.
+	Approvals(ctx context.Context, sessionID string, ids, runIDs []string) (map[string]*store.ApprovalRecord, error)
+	// RunEnds returns the stored ends of those of a session's runs that ended.
+	RunEnds(ctx context.Context, sessionID string, runIDs []string) (map[string]store.RunEndRef, error)
+	// Write inserts events and results, upserts interactions, search texts
+	// and approvals (their event-made columns), and keeps the earliest end
+	// of each run.
 	Write(ctx context.Context, w Writes) error
 	// Summary returns what the session-level rules pick from the session's
 	// stored interactions: ordered as store.MoreRecent orders them.
 	Summary(ctx context.Context, sessionID string) (Summary, error)
 	// UpdateSession stores a session's derived state.
-	UpdateSession(ctx context.Context, s *store.Session) error
+	UpdateSession(ctx context.Context, s *State) error
+}
+
+// State is a session's row as the writer reads and writes it.
+type State struct {
+	store.Session
+	Listing store.Listing // the keys behind Title, Project, Source and Model
+	New     bool          // created by this transaction
 }
 
 // Writes is the rows one Append adds or changes.
@@ -45,17 +65,35 @@ type Writes struct {
 	ReceivedAt   time.Time
 	Results      []ResultRow
 	Interactions []InteractionRow
+	Search       []SearchRow
+	Approvals    []store.ApprovalRecord
+	RunEnds      []RunEndRow
 }
 
-// ResultRow marks a result as counted for its session.
+// ResultRow marks a result as counted for its session, with its usage
+// rows (store.CountedResult.Rows).
 type ResultRow struct {
 	SessionID, Key, EventID string
+	Day                     string    // store.UsageDay of At
+	At                      time.Time // the result's envelope timestamp
+	Models                  []store.ModelUsage
 }
 
 // InteractionRow is an interaction aggregate to upsert.
 type InteractionRow struct {
 	SessionID string
 	store.Interaction
+}
+
+// SearchRow is a session's new search text.
+type SearchRow struct {
+	SessionID, Text string
+}
+
+// RunEndRow is the earliest end of a run seen so far.
+type RunEndRow struct {
+	SessionID, RunID string
+	store.RunEndRef
 }
 
 // Summary is the top of a session's interactions.
@@ -125,7 +163,7 @@ func Append(ctx context.Context, tx Tx, events []store.Event, now time.Time) (Ou
 // input order; an event_id repeated within the batch is a duplicate of its
 // first occurrence.
 func assignCursors(results []store.AppendResult, events []store.Event, known map[string]int64,
-	sessions map[string]*store.Session, now time.Time) map[string][]store.Event {
+	sessions map[string]*State, now time.Time) map[string][]store.Event {
 	bySession := map[string][]store.Event{}
 	for i, ev := range events {
 		if c, ok := known[ev.EventID]; ok {
@@ -153,16 +191,10 @@ func fillDuplicates(results []store.AppendResult, events []store.Event, known ma
 }
 
 // fold applies one session's new events to its interactions, conversation
-// history and usage, and queues the rows to write.
-func fold(ctx context.Context, tx Tx, s *store.Session, events []store.Event, w *Writes) error {
-	var iids []string
-	seen := map[string]bool{}
-	for _, ev := range events {
-		if !seen[ev.InteractionID] {
-			seen[ev.InteractionID] = true
-			iids = append(iids, ev.InteractionID)
-		}
-	}
+// history, usage, list fields, search text and approvals, and queues the
+// rows to write.
+func fold(ctx context.Context, tx Tx, s *State, events []store.Event, w *Writes) error {
+	iids := interactionIDs(events)
 	ins, err := tx.Interactions(ctx, s.ID, iids)
 	if err != nil {
 		return err
@@ -171,10 +203,13 @@ func fold(ctx context.Context, tx Tx, s *store.Session, events []store.Event, w 
 		ins = map[string]store.Interaction{}
 	}
 	s.InteractionCount += int64(len(iids) - len(ins))
+	search := newSearchBatch(s)
 	var results []ResultRow
 	newResults := map[string]*store.Result{}
-	for _, ev := range events {
+	facts := make([]store.Facts, len(events))
+	for i, ev := range events {
 		f := store.FactsOf(ev)
+		facts[i] = f
 		in := ins[ev.InteractionID]
 		in.ID = ev.InteractionID
 		in.Apply(ev, f)
@@ -186,27 +221,21 @@ func fold(ctx context.Context, tx Tx, s *store.Session, events []store.Event, w 
 		}
 		if f.Result != nil && newResults[f.Result.Key] == nil {
 			newResults[f.Result.Key] = f.Result
-			results = append(results, ResultRow{SessionID: s.ID, Key: f.Result.Key, EventID: ev.EventID})
+			c := store.CountedResult{Key: f.Result.Key, EventID: ev.EventID, At: ev.Timestamp.UTC(), Result: f.Result}
+			results = append(results, resultRow(s.ID, c))
 		}
+		s.Listing.Apply(ev, f)
+		search.add(f)
 	}
-	if len(results) > 0 {
-		keys := make([]string, len(results))
-		for i, r := range results {
-			keys[i] = r.Key
-		}
-		counted, err := tx.KnownResults(ctx, s.ID, keys)
-		if err != nil {
-			return err
-		}
-		for _, r := range results {
-			if counted[r.Key] {
-				continue
-			}
-			res := newResults[r.Key]
-			s.Usage = s.Usage.Add(res.Usage)
-			s.CostUSD += res.CostUSD
-			w.Results = append(w.Results, r)
-		}
+	s.Listing.Fill(&s.Session)
+	if err := countResults(ctx, tx, s, results, newResults, w); err != nil {
+		return err
+	}
+	if err := addSearch(ctx, tx, s, search.items, w); err != nil {
+		return err
+	}
+	if err := foldApprovals(ctx, tx, s.ID, events, facts, w); err != nil {
+		return err
 	}
 	w.Events = append(w.Events, events...)
 	for _, iid := range iids {
@@ -215,7 +244,131 @@ func fold(ctx context.Context, tx Tx, s *store.Session, events []store.Event, w 
 	return nil
 }
 
-func summarize(ctx context.Context, tx Tx, s *store.Session) error {
+// interactionIDs lists the events' interactions, first seen first.
+func interactionIDs(events []store.Event) []string {
+	var iids []string
+	seen := map[string]bool{}
+	for _, ev := range events {
+		if !seen[ev.InteractionID] {
+			seen[ev.InteractionID] = true
+			iids = append(iids, ev.InteractionID)
+		}
+	}
+	return iids
+}
+
+// searchBatch collects what a batch adds to its session's search text.
+type searchBatch struct {
+	known map[string]bool // conversation IDs in the text already
+	items []string
+}
+
+// newSearchBatch starts a batch: a new session's text starts with its ID.
+func newSearchBatch(s *State) *searchBatch {
+	b := &searchBatch{known: map[string]bool{}}
+	for _, r := range s.ConversationIDs {
+		b.known[r.ID] = true
+	}
+	if s.New {
+		b.items = append(b.items, store.SearchNeedle(s.ID))
+	}
+	return b
+}
+
+// add takes an event's items. A conversation ID the session had before is
+// in its text already: most CLI events carry one, and reading the text for
+// each would be waste.
+func (b *searchBatch) add(f store.Facts) {
+	if f.Candidate != "" {
+		if b.known[f.Candidate] {
+			f.Candidate = ""
+		} else {
+			b.known[f.Candidate] = true
+		}
+	}
+	b.items = append(b.items, store.SearchItems(f)...)
+}
+
+func resultRow(sessionID string, c store.CountedResult) ResultRow {
+	return ResultRow{SessionID: sessionID, Key: c.Key, EventID: c.EventID, Day: store.UsageDay(c.At), At: c.At, Models: c.Rows()}
+}
+
+// countResults adds the results the session has not counted yet.
+func countResults(ctx context.Context, tx Tx, s *State, results []ResultRow, byKey map[string]*store.Result, w *Writes) error {
+	if len(results) == 0 {
+		return nil
+	}
+	keys := make([]string, len(results))
+	for i, r := range results {
+		keys[i] = r.Key
+	}
+	counted, err := tx.KnownResults(ctx, s.ID, keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
+		if counted[r.Key] {
+			continue
+		}
+		res := byKey[r.Key]
+		s.Usage = s.Usage.Add(res.Usage)
+		s.CostUSD += res.CostUSD
+		s.Turns++
+		w.Results = append(w.Results, r)
+	}
+	return nil
+}
+
+// addSearch adds items to the session's search text, reading it only when
+// there is something to add.
+func addSearch(ctx context.Context, tx Tx, s *State, items []string, w *Writes) error {
+	if len(items) == 0 {
+		return nil
+	}
+	text := ""
+	if !s.New {
+		var err error
+		if text, err = tx.Search(ctx, s.ID); err != nil {
+			return err
+		}
+	}
+	if text, changed := store.AddSearch(text, items...); changed {
+		w.Search = append(w.Search, SearchRow{SessionID: s.ID, Text: text})
+	}
+	return nil
+}
+
+// foldApprovals applies the events to the approvals they name and to those
+// of the runs they end.
+func foldApprovals(ctx context.Context, tx Tx, sessionID string, events []store.Event, facts []store.Facts, w *Writes) error {
+	ids, ended, requestRuns := store.ApprovalRefs(facts)
+	if len(ids) == 0 && len(ended) == 0 {
+		return nil
+	}
+	recs, err := tx.Approvals(ctx, sessionID, ids, ended)
+	if err != nil {
+		return err
+	}
+	if recs == nil {
+		recs = map[string]*store.ApprovalRecord{}
+	}
+	runs := append(append([]string(nil), ended...), requestRuns...)
+	ends, err := tx.RunEnds(ctx, sessionID, runs)
+	if err != nil {
+		return err
+	}
+	a := store.ApprovalFold{SessionID: sessionID, Records: recs, Ended: ends}
+	changed, newEnds := a.Apply(events, facts)
+	for _, id := range changed {
+		w.Approvals = append(w.Approvals, *recs[id])
+	}
+	for _, run := range sortedKeys(newEnds) {
+		w.RunEnds = append(w.RunEnds, RunEndRow{SessionID: sessionID, RunID: run, RunEndRef: newEnds[run]})
+	}
+	return nil
+}
+
+func summarize(ctx context.Context, tx Tx, s *State) error {
 	sum, err := tx.Summary(ctx, s.ID)
 	if err != nil {
 		return err

@@ -18,7 +18,9 @@ const (
 	SessionColumns = `id, external_conversation_id, conversation_ids, status, event_count,
 	interaction_count, input_tokens, output_tokens, cache_read_input_tokens,
 	cache_creation_input_tokens, total_cost_usd, created_at, updated_at, started_at,
-	ended_at, last_cursor`
+	ended_at, last_cursor, title, project, source, model, turns`
+	// StateColumns are SessionColumns and what only the writer reads.
+	StateColumns = SessionColumns + `, list_keys`
 	EventColumns = `session_id, interaction_id, event_id, seq, event_type, event_data,
 	timestamp, source, cursor`
 	InteractionColumns = `interaction_id, event_count, first_event_at, conv_id, conv_seq,
@@ -33,13 +35,47 @@ func ScanSession(row Scanner) (store.Session, error) {
 		created, updated   int64
 		startedAt, endedAt *int64
 	)
-	err := row.Scan(&s.ID, &s.ExternalConversationID, &convs, &s.Status, &s.EventCount,
-		&s.InteractionCount, &s.Usage.InputTokens, &s.Usage.OutputTokens,
-		&s.Usage.CacheReadInputTokens, &s.Usage.CacheCreationInputTokens, &s.CostUSD,
-		&created, &updated, &startedAt, &endedAt, &s.LastCursor)
+	err := row.Scan(sessionDest(&s, &convs, &created, &updated, &startedAt, &endedAt)...)
 	if err != nil {
 		return store.Session{}, err
 	}
+	return finishSession(s, convs, created, updated, startedAt, endedAt)
+}
+
+func sessionDest(s *store.Session, convs *[]byte, created, updated *int64, startedAt, endedAt **int64) []any {
+	return []any{&s.ID, &s.ExternalConversationID, convs, &s.Status, &s.EventCount,
+		&s.InteractionCount, &s.Usage.InputTokens, &s.Usage.OutputTokens,
+		&s.Usage.CacheReadInputTokens, &s.Usage.CacheCreationInputTokens, &s.CostUSD,
+		created, updated, startedAt, endedAt, &s.LastCursor,
+		&s.Title, &s.Project, &s.Source, &s.Model, &s.Turns}
+}
+
+// ScanState reads StateColumns.
+func ScanState(row Scanner) (*State, error) {
+	var (
+		s                  store.Session
+		convs, keys        []byte
+		created, updated   int64
+		startedAt, endedAt *int64
+	)
+	dest := append(sessionDest(&s, &convs, &created, &updated, &startedAt, &endedAt), &keys)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	s, err := finishSession(s, convs, created, updated, startedAt, endedAt)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Session: s}
+	if len(keys) > 0 {
+		if err := json.Unmarshal(keys, &st.Listing); err != nil {
+			return nil, fmt.Errorf("session %q: list_keys: %w", s.ID, err)
+		}
+	}
+	return st, nil
+}
+
+func finishSession(s store.Session, convs []byte, created, updated int64, startedAt, endedAt *int64) (store.Session, error) {
 	s.ConversationIDs = []store.ConversationRef{}
 	if len(convs) > 0 {
 		if err := json.Unmarshal(convs, &s.ConversationIDs); err != nil {
@@ -65,7 +101,20 @@ func SessionArgs(s *store.Session) ([]any, error) {
 		s.InteractionCount, s.Usage.InputTokens, s.Usage.OutputTokens,
 		s.Usage.CacheReadInputTokens, s.Usage.CacheCreationInputTokens, s.CostUSD,
 		Nanos(s.CreatedAt), Nanos(s.UpdatedAt), NanosPtr(s.StartedAt), NanosPtr(s.EndedAt),
-		s.LastCursor}, nil
+		s.LastCursor, s.Title, s.Project, s.Source, s.Model, s.Turns}, nil
+}
+
+// StateArgs are the values of StateColumns.
+func StateArgs(st *State) ([]any, error) {
+	args, err := SessionArgs(&st.Session)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := json.Marshal(st.Listing)
+	if err != nil {
+		return nil, fmt.Errorf("session %q: list_keys: %w", st.ID, err)
+	}
+	return append(args, string(keys)), nil
 }
 
 // ScanEvent reads EventColumns.
@@ -111,4 +160,88 @@ func InteractionArgs(r *InteractionRow) []any {
 	return []any{r.SessionID, r.ID, r.EventCount, Nanos(r.FirstEventAt), r.ConversationID,
 		r.ConversationSeq, Nanos(r.ConversationAt), r.LifecycleSeq, r.Status,
 		Nanos(r.LifecycleAt), r.StartedSeq, Nanos(r.StartedAt)}
+}
+
+// Approval columns: what events make (ApprovalColumns, written at ingest)
+// and the remote decision (RemoteColumns, written by Decide only), so that
+// neither writer overwrites the other's.
+const (
+	ApprovalColumns = `approval_id, session_id, run_id, tool_name, title, input, kind, options,
+	requested_at, state, decision, resolved_by, reason, resolved_at, requested, request_event,
+	closure, closure_event`
+	RemoteColumns = `decision_id, remote_decision, remote_reason, remote_updated_input,
+	remote_answers, remote_by, decided_at`
+)
+
+// ApprovalArgs are the values of ApprovalColumns. Input is "" when the
+// request had none; requested is 0 or 1 (SQLite has no boolean).
+func ApprovalArgs(r *store.ApprovalRecord) ([]any, error) {
+	opts := r.Options
+	if opts == nil {
+		opts = []string{}
+	}
+	options, err := json.Marshal(opts)
+	if err != nil {
+		return nil, fmt.Errorf("approval %q: options: %w", r.ApprovalID, err)
+	}
+	requested := 0
+	if r.Requested {
+		requested = 1
+	}
+	return []any{r.ApprovalID, r.SessionID, r.RunID, r.ToolName, r.Title, string(r.Input), r.Kind,
+		string(options), Nanos(r.RequestedAt), r.State, r.Decision, r.By, r.Reason, NanosPtr(r.ResolvedAt),
+		requested, r.RequestEvent, r.Closure, r.ClosureEvent}, nil
+}
+
+// ScanApproval reads ApprovalColumns then RemoteColumns.
+func ScanApproval(row Scanner) (*store.ApprovalRecord, error) {
+	var (
+		r                     store.ApprovalRecord
+		input, options        string
+		requestedAt           int64
+		resolvedAt            *int64
+		requested             int64
+		d                     store.Decision
+		updatedInput, answers string
+		decidedAt             int64
+	)
+	err := row.Scan(&r.ApprovalID, &r.SessionID, &r.RunID, &r.ToolName, &r.Title, &input, &r.Kind,
+		&options, &requestedAt, &r.State, &r.Decision, &r.By, &r.Reason, &resolvedAt, &requested,
+		&r.RequestEvent, &r.Closure, &r.ClosureEvent,
+		&d.DecisionID, &d.Decision, &d.Reason, &updatedInput, &answers, &d.By, &decidedAt)
+	if err != nil {
+		return nil, err
+	}
+	if input != "" {
+		r.Input = json.RawMessage(input)
+	}
+	r.Options = []string{}
+	if err := json.Unmarshal([]byte(options), &r.Options); err != nil {
+		return nil, fmt.Errorf("approval %q: options: %w", r.ApprovalID, err)
+	}
+	r.RequestedAt, r.ResolvedAt, r.Requested = Time(requestedAt), TimePtr(resolvedAt), requested != 0
+	if d.DecisionID != "" {
+		d.ApprovalID, d.DecidedAt = r.ApprovalID, Time(decidedAt)
+		if updatedInput != "" {
+			d.UpdatedInput = json.RawMessage(updatedInput)
+		}
+		if answers != "" {
+			d.Answers = json.RawMessage(answers)
+		}
+		r.Remote = &d
+	}
+	return &r, nil
+}
+
+// DecisionArgs are the values of RemoteColumns.
+func DecisionArgs(d *store.Decision) []any {
+	return []any{d.DecisionID, d.Decision, d.Reason, string(d.UpdatedInput), string(d.Answers), d.By, Nanos(d.DecidedAt)}
+}
+
+// ScanUsageRow reads a row of UsageQuery.
+func ScanUsageRow(row Scanner) (store.UsageRow, error) {
+	var u store.UsageRow
+	err := row.Scan(&u.Day, &u.Model, &u.Project, &u.Usage.InputTokens, &u.Usage.OutputTokens,
+		&u.Usage.CacheReadInputTokens, &u.Usage.CacheCreationInputTokens, &u.CostUSD, &u.Results, &u.Sessions)
+	return u, err
 }

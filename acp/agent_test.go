@@ -47,6 +47,22 @@ func (s *spool) types(session string) []string {
 	return out
 }
 
+// runMode is the mode of a session's first relay.run_started.
+func (s *spool) runMode(session string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.evs {
+		if e.SessionID == session && e.Type == "relay.run_started" {
+			var rs struct {
+				Mode string `json:"mode"`
+			}
+			json.Unmarshal(e.Data, &rs) //nolint:errcheck // an empty mode fails the test
+			return rs.Mode
+		}
+	}
+	return ""
+}
+
 // client is an ACP client in the test: it records every update and answers
 // permission requests with answer.
 type client struct {
@@ -217,6 +233,10 @@ func TestACPBashPromptEndToEnd(t *testing.T) {
 		if !strings.Contains(types, want) {
 			t.Errorf("backend events %s lack %s", types, want)
 		}
+	}
+	// The backend tells ACP sessions apart by the run's mode.
+	if mode := e.spool.runMode(string(ns.SessionId)); mode != "acp" {
+		t.Errorf("relay.run_started mode %q, want acp", mode)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // initTimeout bounds the wait for a new session's CLI to answer initialize.
@@ -140,7 +141,7 @@ func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
 func (s *session) start() error {
 	s.mu.Lock()
 	sp := s.sp
-	req := relay.Request{RunID: uuid.NewString(), SessionID: sp.id, Cwd: sp.cwd, Approvals: true,
+	req := relay.Request{RunID: uuid.NewString(), SessionID: sp.id, Mode: wire.ModeACP, Cwd: sp.cwd, Approvals: true,
 		KeepAlive: true, Idle: true, IdleTimeout: 24 * time.Hour, PartialMessages: true,
 		SystemPromptAppend: sp.appendPrompt, PermissionMode: s.mode, Model: s.model,
 		CLI: relay.CLIOptions{MCPServers: sp.mcp, SystemPrompt: sp.systemPrompt, AddDirs: sp.addDirs}}

@@ -48,7 +48,11 @@ type Options struct {
 	MaxLine      int           // longest command line (1 MiB)
 	// Terminal builds the terminal_command for a terminal action.
 	Terminal func(cmd Command) (argv []string, cwd string, env map[string]string, err error)
-	Logger   *slog.Logger
+	// Remote, when set, starts what answers the server's approvals from
+	// elsewhere (internal/remote's waiter for dashboard decisions) over
+	// its run core; Serve starts it and closes it when it stops.
+	Remote func(*relay.Core) io.Closer
+	Logger *slog.Logger
 }
 
 // Server serves one extension connection.
@@ -62,6 +66,7 @@ type Server struct {
 	early   []Event // forwarder errors reported before that
 
 	core     *relay.Core
+	remote   io.Closer // Options.Remote's, while serving
 	mu       sync.Mutex
 	exitWith map[string]bool // runs with exit_on_complete
 	shutdown chan string     // a reason: shutdown command, EOF, auto_shutdown, signal
@@ -94,6 +99,9 @@ func (s *Server) Serve(in io.Reader, out io.Writer, signals <-chan os.Signal) er
 		CLIPath: s.opts.CLIPath, CLIVersion: s.opts.CLIVersion, CLIError: s.opts.CLIError,
 		Backend: s.opts.BackendURL, Dashboard: s.opts.DashboardURL})
 	s.emitEarly()
+	if s.opts.Remote != nil {
+		s.remote = s.opts.Remote(s.core)
+	}
 	// The reader goroutine ends at EOF; a blocked read of a terminal stdin
 	// cannot be interrupted, so on shutdown we return without waiting for it.
 	go s.readCommands(in)
@@ -123,6 +131,9 @@ var ErrForced = errors.New("forced exit on a second signal")
 // and writes the shutdown event.
 func (s *Server) stop(reason string) error {
 	s.core.Close()
+	if s.remote != nil {
+		s.remote.Close() //nolint:errcheck // nothing pending is left to answer
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
 	defer cancel()
 	err := s.opts.Forwarder.Stop(ctx)

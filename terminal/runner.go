@@ -162,7 +162,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		cb.Close(context.Background())
 		return nil, fmt.Errorf("write hook settings: %w", err)
 	}
-	r.emit(wire.TypeRunStarted, wire.RunStarted{RunID: r.o.RunID, Mode: "terminal", Cwd: r.o.Cwd,
+	r.emit(wire.TypeRunStarted, wire.RunStarted{RunID: r.o.RunID, Mode: wire.ModeTerminal, Cwd: r.o.Cwd,
 		Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue, Prompt: r.o.Prompt, Model: r.o.Model})
 
 	started := time.Now()
@@ -179,7 +179,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.res.ExitCode, r.res.ConversationID, r.res.Hooks, r.res.TranscriptRows = code, r.convID, r.hookCount, r.rows
 	r.mu.Unlock()
 	status, reason := outcome(code, stopped, runErr)
-	r.emit(wire.EndType(status), wire.RunEnded{RunID: r.o.RunID, Mode: "terminal", Status: status, ExitCode: &code,
+	r.emit(wire.EndType(status), wire.RunEnded{RunID: r.o.RunID, Mode: wire.ModeTerminal, Status: status, ExitCode: &code,
 		ConversationID: r.res.ConversationID, Result: wire.Result{ExitCode: code, DurationMS: elapsed}, Reason: reason})
 	return r.res, runErr
 }

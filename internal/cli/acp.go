@@ -43,6 +43,8 @@ func runACP(ctx context.Context, a *App) error {
 	c := a.loaded.Config
 	core := relay.New(relay.Options{Executor: h.exec, Spool: h.fwd, State: relay.NewState(c.DataDir),
 		DefaultCwd: c.Workspace, Logger: a.log, CLIError: h.cli.err})
+	// Decisions made in the dashboard answer the sessions' approvals too.
+	waiter := a.remoteWaiter(h, core)
 	home, _ := os.UserHomeDir()
 	if v, ok := a.LookupEnv("HOME"); ok && v != "" {
 		home = v
@@ -50,6 +52,7 @@ func runACP(ctx context.Context, a *App) error {
 	err = acp.Serve(ctx, acp.Options{Core: core, Home: home, Version: version.Get().Version, Logger: a.log,
 		Root: os.Geteuid() == 0, HasCredentials: func() bool { return a.hasCredentials(home) }}, a.Stdin, a.Stdout)
 	core.Close()
+	waiter.Close() //nolint:errcheck // nothing is pending once the runs ended
 	dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
 	defer cancel()
 	if derr := h.fwd.Stop(dctx); derr != nil && !errors.Is(derr, forwarder.ErrUndelivered) {

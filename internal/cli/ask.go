@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/relay"
@@ -20,11 +21,18 @@ import (
 
 // ttyAsker asks questions on the controlling terminal, which works even
 // when stdin carries the prompt and stdout is piped. One approval is asked
-// at a time.
+// at a time. A question whose approval is decided elsewhere meanwhile (the
+// dashboard, the timeout) ends at once, saying so: interrupt cuts the read
+// short with a read deadline, which the terminal's file supports (it is
+// pollable); where it does not, the answer typed next is dropped instead.
 type ttyAsker struct {
-	mu sync.Mutex
+	mu sync.Mutex // one dialogue at a time
 	f  *os.File
 	r  *bufio.Reader
+
+	imu    sync.Mutex
+	asking string            // the approval whose dialogue is on the terminal
+	gone   map[string]string // approvals expected or asked → why they went ("" while pending)
 }
 
 func openTTY() (*ttyAsker, error) {
@@ -32,12 +40,79 @@ func openTTY() (*ttyAsker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ttyAsker{f: f, r: bufio.NewReader(f)}, nil
+	return &ttyAsker{f: f, r: bufio.NewReader(f), gone: map[string]string{}}, nil
+}
+
+// expect notes an approval that decide will ask about, so that an
+// interrupt that comes before its turn is kept.
+func (t *ttyAsker) expect(approvalID string) {
+	t.imu.Lock()
+	defer t.imu.Unlock()
+	t.gone[approvalID] = ""
+}
+
+// interrupt ends the dialogue about approvalID, now or when its turn
+// comes, with the line why.
+func (t *ttyAsker) interrupt(approvalID, why string) {
+	t.imu.Lock()
+	defer t.imu.Unlock()
+	if _, ok := t.gone[approvalID]; !ok {
+		return // answered here, or never asked
+	}
+	t.gone[approvalID] = why
+	if t.asking == approvalID {
+		_ = t.f.SetReadDeadline(time.Now()) // no deadlines: the answer typed next is dropped (end)
+	}
+}
+
+// errGone: the approval being asked about was decided elsewhere.
+var errGone = errors.New("the approval is no longer pending")
+
+// interrupted reports whether the approval being asked about went.
+func (t *ttyAsker) interrupted() bool {
+	t.imu.Lock()
+	defer t.imu.Unlock()
+	return t.asking != "" && t.gone[t.asking] != ""
+}
+
+// begin starts the dialogue about approvalID; it returns why when the
+// approval went before its turn.
+func (t *ttyAsker) begin(approvalID string) string {
+	t.imu.Lock()
+	defer t.imu.Unlock()
+	_ = t.f.SetReadDeadline(time.Time{}) // an earlier interrupt's is spent
+	if why := t.gone[approvalID]; why != "" {
+		delete(t.gone, approvalID)
+		return why
+	}
+	t.asking = approvalID
+	return ""
+}
+
+// end finishes the dialogue begin started: why, if the approval went
+// meanwhile.
+func (t *ttyAsker) end(approvalID string) string {
+	t.imu.Lock()
+	defer t.imu.Unlock()
+	why := t.gone[approvalID]
+	delete(t.gone, approvalID)
+	t.asking = ""
+	return why
+}
+
+// say prints a line on the terminal between dialogues.
+func (t *ttyAsker) say(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.f, s)
 }
 
 // line prints prompt and returns the answer's line, trimmed; io.EOF when
 // the terminal is gone.
 func (t *ttyAsker) line(prompt string) (string, error) {
+	if t.interrupted() {
+		return "", errGone // no new prompt for a question that is moot
+	}
 	fmt.Fprint(t.f, prompt)
 	line, err := t.r.ReadString('\n')
 	if err != nil && line == "" {
@@ -56,18 +131,29 @@ func (t *ttyAsker) Close() error { return t.f.Close() }
 
 // decide holds the dialogue for one approval on the terminal and returns the
 // reply: a tool offers [y]es / [a]lways / [e]dit / [n]o, a plan its three
-// options, a question each of its questions.
-func (t *ttyAsker) decide(ev extension.Event) relay.Reply {
+// options, a question each of its questions. ok is false when the approval
+// went (interrupt) before an answer: the dialogue ends with why.
+func (t *ttyAsker) decide(ev extension.Event) (rep relay.Reply, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if why := t.begin(ev.ApprovalID); why != "" {
+		fmt.Fprint(t.f, indent("? ", "  ", firstNonBlank(ev.Title, ev.ToolName))+"\n"+why+"\n")
+		return relay.Reply{}, false
+	}
 	switch ev.Kind {
 	case wire.ApprovalPlan:
-		return t.plan(ev)
+		rep = t.plan(ev)
 	case wire.ApprovalQuestion:
-		return t.questions(ev)
+		rep = t.questions(ev)
 	default:
-		return t.tool(ev)
+		rep = t.tool(ev)
 	}
+	if why := t.end(ev.ApprovalID); why != "" {
+		// The cut-short read left the cursor after the question.
+		fmt.Fprint(t.f, "\n"+why+"\n")
+		return relay.Reply{}, false
+	}
+	return rep, true
 }
 
 func (t *ttyAsker) tool(ev extension.Event) relay.Reply {

@@ -264,6 +264,8 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	c := a.loaded.Config
 	core := relay.New(relay.Options{Executor: h.exec, Spool: h.fwd, State: relay.NewState(c.DataDir),
 		DefaultCwd: c.Workspace, Logger: a.log})
+	// Decisions made in the dashboard answer this run's approvals too.
+	defer a.remoteWaiter(h, core).Close() //nolint:errcheck // nothing is pending after the run
 	v := newView(a, o, h.backend.Dashboard, core)
 	v.embedded, v.serveAddr, v.ask, v.spoolDir = h.backend.Embedded, c.Serve.Addr, ask, c.Spool.Dir
 	h.fwd.OnError(v.forwarderError)

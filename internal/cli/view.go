@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +47,7 @@ type view struct {
 }
 
 func newView(a *App, o runOptions, dashboard string, core *relay.Core) *view {
-	v := &view{a: a, o: o, dashboard: dashboard, core: core, done: make(chan int, 1), turns: make(chan struct{}, 1),
+	v := &view{a: a, o: o, dashboard: strings.TrimRight(dashboard, "/"), core: core, done: make(chan int, 1), turns: make(chan struct{}, 1),
 		tty: !o.json && isTerminal(a.Stdout), start: time.Now(), status: "starting", stop: make(chan struct{})}
 	if o.json {
 		v.json = extension.NewWriter(a.Stdout)
@@ -75,6 +77,11 @@ func (v *view) stopSpinner() {
 // Event implements relay.Sink: each run event becomes its protocol events,
 // shown as they come.
 func (v *view) Event(e relay.Event) {
+	if e.Kind == relay.KindApprovalCancelled && v.ask != nil {
+		// Decided elsewhere (the dashboard) or timed out: the question on
+		// the terminal ends, saying so.
+		v.ask.interrupt(e.Approval.ID, goneLine(e.Decided, e.Reason))
+	}
 	for _, ev := range extension.EventsOf(e) {
 		v.handle(ev)
 	}
@@ -196,7 +203,7 @@ func (v *view) render(ev extension.Event) {
 	case extension.EventRunStarted:
 		where := ""
 		if v.dashboard != "" {
-			where = " · events: " + v.dashboard + "/sessions/" + ev.SessionID
+			where = " · events: " + sessionLink(v.dashboard, ev.SessionID)
 		}
 		v.line(fmt.Sprintf("run %s started in %s%s", short(ev.RunID), ev.Cwd, where))
 		switch {
@@ -344,13 +351,16 @@ func (v *view) final(ev extension.Event) {
 		fmt.Fprintf(out, "conversation %s\nresume: claude-relay run --session %s --resume %s 'next prompt'\n",
 			ev.ConversationID, ev.SessionID, ev.ConversationID)
 	}
-	switch {
-	case v.embedded:
-		// The embedded backend ends with this run; serve shows the same data.
-		fmt.Fprintf(out, "events stored; see them with: claude-relay serve, then open http://%s/sessions/%s\n", v.serveAddr, ev.SessionID)
-	case v.dashboard != "":
-		fmt.Fprintf(out, "events: %s/sessions/%s\n", v.dashboard, ev.SessionID)
+	// The embedded backend ends with this run; serve shows the same data.
+	if line := eventsLine(&backendConn{Dashboard: v.dashboard, Embedded: v.embedded}, v.serveAddr, ev.SessionID); line != "" {
+		fmt.Fprintln(out, line)
 	}
+}
+
+// sessionLink is a session's page on the dashboard at base, the ID escaped
+// so that any session ID makes a link that opens it (as eventsLine does).
+func sessionLink(base, session string) string {
+	return base + "/sessions/" + neturl.PathEscape(session)
 }
 
 // autoAllows reports whether a tool call runs without asking anyone: not
@@ -365,7 +375,7 @@ func (v *view) autoAllows(tool string) bool {
 // --approvals says: without a terminal they are sent back, never approved.
 func (v *view) approve(ev extension.Event) {
 	answer := func(rep relay.Reply) {
-		rep.By = "tty"
+		rep.By = wire.ByTTY
 		// A gone approval (cancelled, timed out) needs no answer.
 		_ = v.core.Answer(ev.RunID, ev.ApprovalID, rep)
 	}
@@ -385,10 +395,38 @@ func (v *view) approve(ev extension.Event) {
 	v.spinning = false
 	v.clear()
 	v.mu.Unlock()
-	// Ask on a goroutine: events (a cancel, the approval's own timeout) must
-	// keep flowing while the question waits. Its answer to a gone approval
-	// is an unknown_approval error, which is harmless.
-	go func() { answer(v.ask.decide(ev)) }()
+	// Ask on a goroutine: events (a cancel, the approval's own timeout, a
+	// decision in the dashboard) must keep flowing while the question
+	// waits; they end it (interrupt). An answer that came a moment too late
+	// says who won.
+	v.ask.expect(ev.ApprovalID)
+	go func() {
+		rep, ok := v.ask.decide(ev)
+		if !ok {
+			return
+		}
+		rep.By = wire.ByTTY
+		var lost *relay.DecidedError
+		if err := v.core.Answer(ev.RunID, ev.ApprovalID, rep); errors.As(err, &lost) {
+			v.ask.say(goneLine(&lost.Decided, ""))
+		}
+	}()
+}
+
+// goneLine ends the terminal's question about an approval that another
+// side decided, or that timed out: "decided in the dashboard: allow".
+func goneLine(d *relay.Decided, reason string) string {
+	if d == nil {
+		return firstNonBlank(reason, "no longer pending")
+	}
+	switch d.By {
+	case wire.ByDashboard:
+		// Who there is in the backend's record; here, where matters.
+		return "decided in the dashboard: " + d.Decision
+	case wire.ByTimeout, wire.ByCancelled:
+		return firstNonBlank(reason, d.String())
+	}
+	return "decided by " + d.Who() + ": " + d.Decision
 }
 
 // diffLines is how much of a file change the approval question shows.

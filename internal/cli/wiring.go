@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/discovery"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/remote"
 	"github.com/claude-relay/claude-relay/internal/version"
 )
 
@@ -89,8 +91,19 @@ func (a *App) extensionServer(h *helper) *extension.Server {
 		CLIPath: h.cli.path, CLIVersion: h.cli.version, CLIError: h.cli.err,
 		BackendURL: h.backend.URL, DashboardURL: h.backend.Dashboard, DefaultCwd: c.Workspace,
 		DrainTimeout: c.Forwarder.DrainTimeout, Logger: a.log, Terminal: a.terminalCommand,
+		Remote: func(core *relay.Core) io.Closer { return a.remoteWaiter(h, core) },
 	})
 	h.fwd.OnError(s.ReportForwarderError)
 	h.fwd.Start()
 	return s
+}
+
+// remoteWaiter starts the waiter that answers core's pending approvals with
+// the decisions made in the backend's dashboard (CONTRACT §10). It asks the
+// backend the forwarder posts to, with the same token, read afresh for each
+// poll; it backs off like the forwarder does.
+func (a *App) remoteWaiter(h *helper, core remote.Core) *remote.Waiter {
+	c := a.loaded.Config
+	return remote.Start(remote.Options{Core: core, URL: h.backend.URL, Token: a.forwarderOptions(h.backend).Token,
+		MinBackoff: c.Forwarder.MinBackoff, MaxBackoff: c.Forwarder.MaxBackoff, Logger: a.log})
 }

@@ -52,6 +52,9 @@ type Core struct {
 	wg      sync.WaitGroup
 	ctx     context.Context
 	stop    context.CancelFunc
+
+	amu sync.Mutex // guards ap; taken last
+	ap  approvals
 }
 
 // New returns a Core.
@@ -59,7 +62,7 @@ func New(opts Options) *Core {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Core{opts: opts, log: opts.Logger, runs: map[string]*Run{}}
+	c := &Core{opts: opts, log: opts.Logger, runs: map[string]*Run{}, ap: newApprovals()}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	return c
 }
@@ -71,6 +74,10 @@ type Request struct {
 	SessionID     string // generated when empty
 	InteractionID string // generated when empty
 	Prompt        string
+	// Mode is how the run was started, for the backend (relay.run_started's
+	// mode): wire.ModeACP for the ACP agent's runs; empty for a background
+	// run of the extension or `claude-relay run`.
+	Mode string
 
 	Cwd                string // DefaultCwd when empty
 	Model              string
@@ -165,7 +172,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		return nil, refuse(RefuseRunExists, "run %q is already live", req.RunID)
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, cwd: req.Cwd, started: time.Now(),
+	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, cwd: req.Cwd, mode: req.Mode, started: time.Now(),
 		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]pendingApproval{}}
 	if req.KeepAlive {
 		r.live = &live{running: !req.Idle}
@@ -178,12 +185,15 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		Cwd: req.Cwd, Live: len(c.runs)})
 	c.mu.Unlock()
 
-	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Prompt: er.Prompt, Cwd: req.Cwd, Model: req.Model,
+	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Mode: req.Mode, Prompt: er.Prompt, Cwd: req.Cwd, Model: req.Model,
 		PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue, Approvals: req.Approvals})
 	go func() {
 		defer c.wg.Done()
 		res, err := c.opts.Executor.Run(ctx, er, r, r)
 		cancel()
+		r.mu.Lock()
+		r.inputsClosed = true // no input counts after this Wait starts
+		r.mu.Unlock()
 		r.waiters.Wait() // every outcome of an input is told before the end
 		r.finish(er.Cwd, res, err)
 	}()
@@ -244,6 +254,9 @@ func (c *Core) check(req *Request) error {
 	if req.Cwd == "" {
 		req.Cwd = c.opts.DefaultCwd
 	}
+	if req.Mode != "" && req.Mode != wire.ModeACP {
+		return refuse(RefuseBadValue, "mode %q (allowed: %s, or none for a background run)", req.Mode, wire.ModeACP)
+	}
 	if req.PermissionMode != "" && !slices.Contains(PermissionModes, req.PermissionMode) {
 		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", req.PermissionMode, strings.Join(PermissionModes, ", "))
 	}
@@ -297,7 +310,9 @@ var ErrUnknownApproval = errors.New("no pending approval")
 
 // Answer decides a pending approval; runID, when set, narrows the search.
 // A reply that does not fit the approval is an ErrBadReply and leaves it
-// pending.
+// pending. The first answer wins: a reply to an approval that was decided
+// already is a *DecidedError saying by whom and how (while the Core still
+// remembers it; else a plain ErrUnknownApproval).
 func (c *Core) Answer(runID, approvalID string, rep Reply) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -308,6 +323,9 @@ func (c *Core) Answer(runID, approvalID string, rep Reply) error {
 		if found, err := r.answer(approvalID, rep); found {
 			return err
 		}
+	}
+	if d, ok := c.decidedOf(approvalID); ok {
+		return &DecidedError{ApprovalID: approvalID, Decided: d}
 	}
 	return fmt.Errorf("%w %q (answered, timed out or cancelled?)", ErrUnknownApproval, approvalID)
 }

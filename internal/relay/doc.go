@@ -1,5 +1,5 @@
 // Package relay is the run core every front end shares: the extension
-// protocol server, `claude-relay run`, and next the ACP agent. A Core starts
+// protocol server, `claude-relay run`, and the ACP agent. A Core starts
 // background runs with the executor, brokers their approvals, cancels them,
 // and remembers each workspace's last conversation.
 //
@@ -8,4 +8,11 @@
 // where that happens; a front end only ever receives events through its Sink,
 // after the spool took them, so it can never show an event the backend could
 // miss.
+//
+// An approval is answered once: the first answer wins, whether it comes
+// from the front end (Answer), from the backend's dashboard (Answer again,
+// by internal/remote, which waits on Pending), or from the timeout. The
+// outcome is settled in the same step as it is taken, so every later reply
+// gets a DecidedError naming the winner, and a front end whose question was
+// answered elsewhere gets KindApprovalCancelled saying by whom.
 package relay

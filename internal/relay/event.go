@@ -42,7 +42,8 @@ type Event struct {
 	Message  streamjson.Message // KindStream: Line decoded
 	Approval *Approval          // KindApprovalRequested, KindApprovalCancelled
 	Text     string             // KindLimitNotice, KindMalformed
-	Reason   string             // KindApprovalCancelled
+	Reason   string             // KindApprovalCancelled: for people
+	Decided  *Decided           // KindApprovalCancelled: who decided instead, and what
 	Err      error              // KindSpoolError
 	End      *End               // KindEnded, KindTurnCompleted
 	Turn     int                // KindTurnCompleted: 1-based

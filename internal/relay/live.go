@@ -62,6 +62,15 @@ func (c *Core) Send(requestID, runID, interactionID, prompt string, blocks []con
 		r.inter = interactionID
 	}
 	r.mu.Unlock()
+	// Before the write, so it is the first event of its interaction.
+	shown := prompt
+	if strings.TrimSpace(shown) == "" {
+		shown = content.Summary("", blocks, r.cwd) // blocks only: say what was sent
+	}
+	data, err := json.Marshal(wire.MessageSent{RunID: runID, Prompt: shown, Blocks: len(blocks)})
+	if err == nil {
+		r.enqueueEvent(interactionID, wire.TypeMessageSent, data)
+	}
 	return r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg})
 }
 
@@ -164,16 +173,28 @@ func (r *Run) input(requestID string, in executor.Input) error {
 			return fmt.Errorf("run %q: %w", r.id, ErrNotLive)
 		}
 	}
+	// Counted before the hand-over: an executor that answers and returns at
+	// once must not let the run's end Wait before this Add.
+	r.mu.Lock()
+	if r.inputsClosed {
+		r.mu.Unlock()
+		return fmt.Errorf("%w %q", ErrUnknownRun, r.id)
+	}
+	r.waiters.Add(1)
+	r.mu.Unlock()
 	done := make(chan error, 1)
 	in.Done = done
 	select {
 	case r.inputs() <- in:
 	case <-r.ctx.Done():
+		r.waiters.Done()
 		return fmt.Errorf("%w %q", ErrUnknownRun, r.id)
 	default:
+		r.waiters.Done()
 		return fmt.Errorf("run %q has %d inputs waiting; try again when its turn ends", r.id, inputs)
 	}
-	r.waiters.Go(func() {
+	go func() {
+		defer r.waiters.Done()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -181,7 +202,7 @@ func (r *Run) input(requestID string, in executor.Input) error {
 			}
 		case <-r.ctx.Done():
 		}
-	})
+	}()
 	return nil
 }
 

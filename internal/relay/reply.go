@@ -45,7 +45,11 @@ type Reply struct {
 	UpdatedInput json.RawMessage // with allow or allow_always: replaces the tool's input (an object)
 	Answers      json.RawMessage // with allow, for a question: {"question text": "answer"}
 	Interrupt    bool            // with deny or keep_planning: stop the turn too
-	By           string          // who decided (extension, tty, dashboard), for the backend's record
+	By           string          // who decided (a wire.By constant), for the backend's record
+	// With By dashboard (wire.ByDashboard): who decided there (the
+	// decision's `by`, e.g. "dashboard:phone") and the backend's decision ID.
+	ByDetail   string
+	DecisionID string
 }
 
 // ErrBadReply: the reply does not fit its approval, which stays pending.

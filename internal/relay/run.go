@@ -20,6 +20,7 @@ type Run struct {
 	id      string
 	session string
 	cwd     string
+	mode    string // Request.Mode
 	started time.Time
 	ctx     context.Context // ends when the run does
 	cancel  context.CancelFunc
@@ -31,6 +32,9 @@ type Run struct {
 	mu      sync.Mutex
 	inter   string                     // the running turn's interaction
 	pending map[string]pendingApproval // approvals by ID
+	// inputsClosed is set when the executor returned: input takes nothing
+	// more, so waiters.Add never races its Wait.
+	inputsClosed bool
 }
 
 // pendingApproval waits for its decision.
@@ -80,6 +84,8 @@ func (r *Run) answer(approvalID string, rep Reply) (found bool, err error) {
 		return true, err
 	}
 	delete(r.pending, approvalID)
+	// Settled while the approval is taken: a later reply hears who won.
+	r.c.approvalSettled(approvalID, Decided{By: rep.By, ByDetail: rep.ByDetail, Decision: rep.Decision})
 	r.mu.Unlock()
 	p.ch <- answer{d: d, rep: rep}
 	return true, nil
@@ -141,32 +147,56 @@ func (r *Run) Event(e executor.Event) {
 func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (executor.Decision, error) {
 	ch := make(chan answer, 1)
 	a := approvalOf(req)
-	r.mu.Lock()
-	r.pending[req.ApprovalID] = pendingApproval{a: a, ch: ch}
-	r.mu.Unlock()
-	// Spooled first, like every event: the backend knows what is pending.
+	// Spooled first, like every event: the backend knows what is pending
+	// before anyone (the dashboard among them) can decide it.
 	r.forward(wire.TypeApprovalRequested, wire.ApprovalRequested{RunID: r.id, ApprovalID: a.ID, Kind: a.Kind,
 		ToolName: a.ToolName, Title: a.Title, Input: a.Input, ToolUseID: a.ToolUseID, Options: a.Options,
 		Suggestions: a.Suggestions})
+	r.mu.Lock()
+	r.pending[req.ApprovalID] = pendingApproval{a: a, ch: ch}
+	r.c.approvalAsked(r.id, req.ApprovalID)
+	r.mu.Unlock()
 	r.event(Event{Kind: KindApprovalRequested, Approval: a})
 	select {
 	case ans := <-ch:
-		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: ans.rep.Decision,
-			By: ans.rep.By, Reason: ans.rep.Reason, UpdatedInput: ans.d.UpdatedInput, Answers: ans.rep.Answers, Interrupt: ans.d.Interrupt})
-		return ans.d, nil
+		return r.resolved(a, ans), nil
 	case <-ctx.Done():
-		r.mu.Lock()
-		delete(r.pending, req.ApprovalID)
-		r.mu.Unlock()
-		reason, by, interrupt := "cancelled", "cancelled", false
+		by, reason, interrupt := wire.ByCancelled, "cancelled", false
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			reason, by, interrupt = "timed out: denied and the turn stopped", "timeout", true
+			by, reason, interrupt = wire.ByTimeout, "timed out: denied and the turn stopped", true
+		}
+		d := Decided{By: by, Decision: DecisionDeny}
+		r.mu.Lock()
+		_, still := r.pending[req.ApprovalID]
+		if still {
+			delete(r.pending, req.ApprovalID)
+			r.c.approvalSettled(req.ApprovalID, d)
+		}
+		r.mu.Unlock()
+		if !still {
+			// An answer took it first (it is on its way): it wins.
+			return r.resolved(a, <-ch), nil
 		}
 		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: DecisionDeny,
 			By: by, Reason: reason, Interrupt: interrupt})
-		r.event(Event{Kind: KindApprovalCancelled, Approval: a, Reason: reason})
+		r.event(Event{Kind: KindApprovalCancelled, Approval: a, Reason: reason, Decided: &d})
 		return executor.Decision{}, ctx.Err()
 	}
+}
+
+// resolved records an answered approval for the backend and, when the
+// answer came from the dashboard, tells the front end, whose own question
+// about it is now moot.
+func (r *Run) resolved(a *Approval, ans answer) executor.Decision {
+	rep := ans.rep
+	r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: rep.Decision,
+		By: rep.By, DecidedBy: rep.ByDetail, DecisionID: rep.DecisionID, Reason: rep.Reason, UpdatedInput: ans.d.UpdatedInput,
+		Answers: rep.Answers, Interrupt: ans.d.Interrupt})
+	if rep.By == wire.ByDashboard {
+		d := Decided{By: rep.By, ByDetail: rep.ByDetail, Decision: rep.Decision}
+		r.event(Event{Kind: KindApprovalCancelled, Approval: a, Reason: d.String(), Decided: &d})
+	}
+	return ans.d
 }
 
 // approvalOf describes a request for people: its kind, what will run in
@@ -196,7 +226,7 @@ func approvalOf(req executor.ApprovalRequest) *Approval {
 func (r *Run) finish(cwd string, res *executor.Result, err error) {
 	end := endOf(res, err)
 	status := string(res.Status)
-	r.forward(wire.EndType(status), wire.RunEnded{RunID: r.id, Status: status, Result: end.Result,
+	r.forward(wire.EndType(status), wire.RunEnded{RunID: r.id, Mode: r.mode, Status: status, Result: end.Result,
 		ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD, Reason: end.Reason})
 	c := r.c
 	if end.ConversationID != "" && c.opts.State != nil {

@@ -423,7 +423,7 @@ export interface ApprovalRequestedEvent {
   [k: string]: unknown | undefined;
 }
 /**
- * An approval request is gone: timed out (denied) or its run ended.
+ * An approval request is gone: decided elsewhere (reason: "already decided by dashboard (phone): allow"), timed out (denied) or its run ended. An approve for it then gets an unknown_approval error saying who decided what.
  */
 export interface ApprovalCancelledEvent {
   event: "approval_cancelled";

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/url"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 // Config is the effective configuration. Zero values mean "use the default";
@@ -31,7 +33,22 @@ type Backend struct {
 type Serve struct {
 	Addr   string
 	DB     string // sqlite:PATH or a postgres:// URL
-	Tokens []Secret
+	Tokens []ServeToken
+	// NotifyURL receives a push (ntfy-style POST) for each new pending
+	// approval; empty: none. A secret: an ntfy topic URL is all it takes to
+	// read the pushes.
+	NotifyURL Secret
+	// PublicURL is where people reach the dashboard, for links in pushes
+	// (trailing slash trimmed); empty: http://<the address serve listens on>.
+	PublicURL string
+}
+
+// ServeToken is one serve.tokens entry: a token serve accepts, with a name
+// (for the record of who decided what) and scopes (package tokens).
+type ServeToken struct {
+	Name   string // "" for a plain entry; the backend names it by position
+	Token  Secret
+	Scopes []tokens.Scope // empty: tokens.Default (ingest and read)
 }
 
 // Claude configures how the CLI is found and started.
@@ -108,9 +125,12 @@ func (c *Config) Secrets() []string {
 		out = append(out, c.Backend.Token.Reveal())
 	}
 	for _, t := range c.Serve.Tokens {
-		if t != "" {
-			out = append(out, t.Reveal())
+		if t.Token != "" {
+			out = append(out, t.Token.Reveal())
 		}
+	}
+	if c.Serve.NotifyURL != "" {
+		out = append(out, c.Serve.NotifyURL.Reveal())
 	}
 	if u, err := url.Parse(c.Serve.DB); err == nil {
 		if u.User != nil {

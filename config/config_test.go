@@ -206,8 +206,8 @@ func TestSecretsNeverInErrorsOrDisplay(t *testing.T) {
 	if l.Config.Backend.Token.Reveal() != "file-token-123" {
 		t.Fatalf("token from file = %q", l.Config.Backend.Token.Reveal())
 	}
-	if got := l.Config.Serve.Tokens; len(got) != 1 || got[0] != l.Config.Backend.Token {
-		t.Errorf("serve.tokens should default to backend.token")
+	if got := l.Config.Serve.Tokens; len(got) != 1 || got[0].Token != l.Config.Backend.Token || len(got[0].Scopes) != 0 {
+		t.Errorf("serve.tokens should default to backend.token, with the default scopes: %+v", got)
 	}
 	for _, k := range Keys() {
 		if v := l.Value(k); strings.Contains(v, "file-token-123") || strings.Contains(v, "sk-ant-secret") {

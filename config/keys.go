@@ -70,11 +70,24 @@ var keys = []key{
 		return err
 	}},
 	{name: "serve.tokens", secret: true, def: constant(""), apply: func(c *Config, raw any) error {
-		l, err := list(raw)
-		c.Serve.Tokens = c.Serve.Tokens[:0]
-		for _, t := range l {
-			c.Serve.Tokens = append(c.Serve.Tokens, Secret(t))
+		t, err := serveTokens(raw)
+		c.Serve.Tokens = t
+		return err
+	}},
+	{name: "serve.notify_url", secret: true, def: constant(""), apply: func(c *Config, raw any) error {
+		s, err := str(raw)
+		if err == nil && s != "" {
+			err = checkHTTPURL(s, true)
 		}
+		c.Serve.NotifyURL = Secret(s)
+		return err
+	}},
+	{name: "serve.public_url", def: constant(""), apply: func(c *Config, raw any) error {
+		s, err := str(raw)
+		if err == nil && s != "" {
+			err = checkURL(s)
+		}
+		c.Serve.PublicURL = strings.TrimRight(s, "/")
 		return err
 	}},
 	{name: "data_dir", def: func(d dirs) any { return filepath.Join(d.dataHome, "claude-relay") }, apply: func(c *Config, raw any) error {
@@ -381,12 +394,16 @@ func envMap(raw any) (map[string]string, error) {
 	return out, nil
 }
 
-func checkURL(s string) error {
+func checkURL(s string) error { return checkHTTPURL(s, false) }
+
+// checkHTTPURL accepts an http or https URL with a host; credentials in it
+// only when userinfo is true (a push service may take them there).
+func checkHTTPURL(s string, userinfo bool) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("allowed: an http:// or https:// URL with a host")
 	}
-	if u.User != nil {
+	if u.User != nil && !userinfo {
 		return fmt.Errorf("allowed: a URL without credentials (use backend.token)")
 	}
 	return nil

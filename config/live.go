@@ -9,7 +9,7 @@ import (
 // methods on every use instead of copying the values once.
 type Live struct {
 	token   atomic.Pointer[Secret]
-	serve   atomic.Pointer[[]Secret]
+	serve   atomic.Pointer[[]ServeToken]
 	level   slog.LevelVar
 	secrets atomic.Pointer[[]string]
 }
@@ -26,7 +26,7 @@ func NewLive(c *Config) *Live {
 func (l *Live) Apply(c *Config) {
 	t := c.Backend.Token
 	l.token.Store(&t)
-	st := append([]Secret(nil), c.Serve.Tokens...)
+	st := append([]ServeToken(nil), c.Serve.Tokens...)
 	l.serve.Store(&st)
 	l.level.Set(c.Log.Level)
 	s := c.Secrets()
@@ -52,8 +52,9 @@ func (l *Live) Secrets() []string {
 	return nil
 }
 
-// ServeTokens are the tokens `serve` accepts now.
-func (l *Live) ServeTokens() []Secret {
+// ServeTokens are the serve.tokens entries `serve` accepts now. The slice
+// is shared: do not modify it.
+func (l *Live) ServeTokens() []ServeToken {
 	if s := l.serve.Load(); s != nil {
 		return *s
 	}

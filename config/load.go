@@ -172,7 +172,7 @@ func derive(l *Loaded, d dirs) error {
 		c.Backend.Token = Secret(strings.TrimSpace(string(b)))
 	}
 	if len(c.Serve.Tokens) == 0 && c.Backend.Token != "" {
-		c.Serve.Tokens = []Secret{c.Backend.Token}
+		c.Serve.Tokens = []ServeToken{{Name: "backend.token", Token: c.Backend.Token}}
 	}
 	if c.Serve.DB == "" {
 		c.Serve.DB = "sqlite:" + filepath.Join(c.DataDir, "relay.db")

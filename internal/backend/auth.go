@@ -1,30 +1,36 @@
 package backend
 
 import (
-	"crypto/hmac"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/dashboard"
+	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 // CookieName is the dashboard's session cookie.
 const CookieName = "claude_relay_session"
 
-// cookieMaxAge keeps a dashboard login for 30 days; rotating the token ends
-// it sooner, since the cookie is derived from the token.
+// cookieMaxAge keeps a dashboard login for 30 days; revoking or rotating
+// the token ends it sooner, since the cookie is derived from the token.
 const cookieMaxAge = 30 * 24 * time.Hour
 
-// cookieContext separates the cookie MAC from any other use of the token.
-const cookieContext = "claude-relay dashboard session v1"
+// DashboardHeader must be "1" on a decision the dashboard posts with its
+// cookie. A cross-site form cannot set a header, and a cross-site fetch
+// that does needs a CORS preflight this server never grants.
+const DashboardHeader = "X-Claude-Relay"
 
-// noTokenLogEvery throttles the warning about refusing requests because no
-// token is configured.
+// noTokenLogEvery throttles the warnings about refusing requests because no
+// token is configured, and about an unreadable token file.
 const noTokenLogEvery = time.Minute
 
 // Routes that need no token: the health check, and the login/logout pages
@@ -41,30 +47,305 @@ func public(r *http.Request) bool {
 	return false
 }
 
-// authenticate lets a request through when it carries a configured token:
-// as a Bearer header on any route, or as the login cookie on GET/HEAD only,
-// so a cross-site form can never post events with a browser's cookie.
+// principal is who sent a request: the token it came with.
+type principal struct {
+	id     string // the credential's, as the cookie names it
+	name   string
+	scopes tokens.Set
+	cookie bool // the dashboard's login cookie, not a Bearer header
+}
+
+// by is how a decision records who made it: "dashboard:<token name>" from
+// the dashboard's login, "api:<token name>" from a Bearer token.
+func (p *principal) by() string {
+	if p.cookie {
+		return "dashboard:" + p.name
+	}
+	return "api:" + p.name
+}
+
+type principalKey struct{}
+
+// principalOf is the authenticated caller; nil on public routes.
+func principalOf(r *http.Request) *principal {
+	p, _ := r.Context().Value(principalKey{}).(*principal)
+	return p
+}
+
+// credential is one accepted token as the server compares it: digests
+// only, so tokens from the configuration and hashed ones from the token
+// file are checked the same way.
+type credential struct {
+	id, name string
+	scopes   tokens.Set
+	token    [sha256.Size]byte // tokens.Digest of the token
+	cookie   [sha256.Size]byte // tokens.Digest of its cookie MAC
+}
+
+// derivedCache keeps the digests of configured tokens, which would
+// otherwise be recomputed (three hashes each) on every request.
+type derivedCache struct {
+	mu sync.Mutex
+	m  map[string][2][sha256.Size]byte
+}
+
+// maxDerived bounds the cache; reloads that rotate tokens add entries.
+const maxDerived = 256
+
+func (c *derivedCache) get(token string) (tok, cookie [sha256.Size]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.m[token]; ok {
+		return d[0], d[1]
+	}
+	if c.m == nil || len(c.m) >= maxDerived {
+		c.m = make(map[string][2][sha256.Size]byte)
+	}
+	d := [2][sha256.Size]byte{tokens.Digest(token), tokens.Digest(tokens.CookieMAC(token))}
+	c.m[token] = d
+	return d[0], d[1]
+}
+
+// credentials are the tokens accepted now: Options.ServeTokens,
+// Options.Tokens and the token file, each asked on every request so that a
+// reload, a create or a revoke counts from the next request.
+func (s *Server) credentials() []credential {
+	named, plain := s.serveTokens(), s.tokens()
+	out := make([]credential, 0, len(named)+len(plain))
+	n := 0
+	add := func(name, token string, scopes tokens.Set) {
+		tok, cookie := s.derived.get(token)
+		out = append(out, credential{id: "c-" + name, name: name, scopes: scopes, token: tok, cookie: cookie})
+	}
+	for _, t := range named {
+		if t.Token.Reveal() == "" {
+			continue
+		}
+		n++
+		name := t.Name
+		if name == "" {
+			name = "serve-token-" + strconv.Itoa(n)
+		}
+		add(name, t.Token.Reveal(), tokens.SetOf(t.Scopes))
+	}
+	for _, t := range plain {
+		if t.Reveal() == "" {
+			continue
+		}
+		n++
+		add("serve-token-"+strconv.Itoa(n), t.Reveal(), tokens.SetOf(nil))
+	}
+	if s.issued == nil {
+		return out
+	}
+	entries, err := s.issued.Entries()
+	if err != nil {
+		// Fail closed: none of the file's tokens, so a damaged file can
+		// never bring a revoked token back.
+		s.throttled(&s.lastTokenFileLog, func() {
+			s.log.Warn("backend: cannot read the token file; its tokens are refused until it is fixed", "err", err)
+		})
+	}
+	for i := range entries {
+		e := &entries[i]
+		c := credential{id: "f-" + e.ID, name: e.Name, scopes: tokens.SetOf(e.Scopes)}
+		// The entry compares in constant time itself; copying the digests
+		// out keeps one matching loop for every source.
+		c.token, c.cookie = e.Digests()
+		out = append(out, c)
+	}
+	return out
+}
+
+// match returns the credential whose digest (token or cookie, as pick
+// says) equals sum, or nil. Constant time over the list: every digest is
+// compared, and lengths leak nothing since both sides are digests.
+//
+// The first match wins: configured entries come before the data dir's
+// token (localbackend), so when one token is both, its configured scopes
+// apply.
+func match(creds []credential, sum [sha256.Size]byte, pick func(*credential) *[sha256.Size]byte) *credential {
+	idx := -1
+	for i := len(creds) - 1; i >= 0; i-- {
+		idx = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(sum[:], pick(&creds[i])[:]), i, idx)
+	}
+	if idx < 0 {
+		return nil
+	}
+	return &creds[idx]
+}
+
+func tokenDigest(c *credential) *[sha256.Size]byte  { return &c.token }
+func cookieDigest(c *credential) *[sha256.Size]byte { return &c.cookie }
+
+// identify finds who sent r: a Bearer token, else the login cookie.
+func identify(r *http.Request, creds []credential) *principal {
+	if scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		if got = strings.TrimSpace(got); got != "" {
+			if c := match(creds, tokens.Digest(got), tokenDigest); c != nil {
+				return &principal{id: c.id, name: c.name, scopes: c.scopes}
+			}
+		}
+	}
+	ck, err := r.Cookie(CookieName)
+	if err != nil {
+		return nil
+	}
+	// "<credential id>.<MAC>": the id says which token the login used; the
+	// MAC (base64url, no '.') proves it.
+	i := strings.LastIndexByte(ck.Value, '.')
+	if i <= 0 || i == len(ck.Value)-1 {
+		return nil
+	}
+	id, mac := ck.Value[:i], ck.Value[i+1:]
+	c := match(creds, tokens.Digest(mac), cookieDigest)
+	if c == nil || subtle.ConstantTimeCompare([]byte(c.id), []byte(id)) != 1 {
+		return nil
+	}
+	return &principal{id: c.id, name: c.name, scopes: c.scopes, cookie: true}
+}
+
+// cookieFor is the login cookie's value for token, known as credential id.
+func cookieFor(id, token string) string { return id + "." + tokens.CookieMAC(token) }
+
+// requiredScope is what a route needs (CONTRACT §10): ingest to post
+// events, approve to decide, read for everything else; /api/whoami only
+// needs a valid token.
+func requiredScope(r *http.Request) tokens.Scope {
+	switch {
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/sessions/"):
+		return tokens.Ingest
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/approvals/"):
+		return tokens.Approve
+	case r.URL.Path == "/api/whoami":
+		return ""
+	}
+	return tokens.Read
+}
+
+// isDecisionPost reports a POST /api/approvals/{id}/decision.
+func isDecisionPost(r *http.Request) bool {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/api/approvals/")
+	id, ok2 := strings.CutSuffix(rest, "/decision")
+	return r.Method == http.MethodPost && ok && ok2 && id != "" && !strings.Contains(id, "/")
+}
+
+// authenticate lets a request through when it carries an accepted token
+// with the scope its route needs: as a Bearer header on any route, or as
+// the login cookie on GET/HEAD, and on a decision the dashboard posts from
+// its own origin with DashboardHeader (so a cross-site form can never post
+// with a browser's cookie). No token: 401; a token without the scope: 403.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		tokens := s.validTokens()
-		if len(tokens) == 0 {
+		creds := s.credentials()
+		if len(creds) == 0 {
 			s.warnNoTokens(r)
 			s.unauthorized(w, r, true)
 			return
 		}
-		if public(r) || s.bearerOK(r, tokens) || (isRead(r) && s.cookieOK(r, tokens)) {
-			next.ServeHTTP(w, r)
+		if public(r) {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialsKey{}, creds)))
 			return
 		}
-		s.metrics.authFailures.Inc()
-		s.log.Debug("backend: unauthorized", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
-			"bearer", r.Header.Get("Authorization") != "")
-		s.unauthorized(w, r, false)
+		p := identify(r, creds)
+		if p != nil && p.cookie && !isRead(r) && !isDecisionPost(r) {
+			p = nil // the cookie is for reading, and for the dashboard's decisions only
+		}
+		if p == nil {
+			s.metrics.authFailures.Inc()
+			s.log.Debug("backend: unauthorized", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr,
+				"bearer", r.Header.Get("Authorization") != "")
+			s.unauthorized(w, r, false)
+			return
+		}
+		if p.cookie && !isRead(r) {
+			if err := s.checkDashboardPost(r); err != nil {
+				s.log.Info("backend: refused a cookie POST", "path", r.URL.Path, "remote", r.RemoteAddr, "why", err)
+				writeError(w, http.StatusForbidden, err.Error())
+				return
+			}
+		}
+		if need := requiredScope(r); need != "" && !p.scopes.Has(need) {
+			s.forbidden(w, r, p, need)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// credentialsKey passes the credentials authenticate read to the login
+// handler, so both see the same list.
+type credentialsKey struct{}
+
+// forbidden answers 403: who the caller is, what it lacks, how to get it.
+func (s *Server) forbidden(w http.ResponseWriter, r *http.Request, p *principal, need tokens.Scope) {
+	s.log.Info("backend: token lacks the scope of the route", "method", r.Method, "path", r.URL.Path,
+		"token", p.name, "scopes", p.scopes.String(), "needs", need)
+	writeError(w, http.StatusForbidden, scopeMessage(r, p, need))
+}
+
+func scopeMessage(r *http.Request, p *principal, need tokens.Scope) string {
+	what := map[tokens.Scope]string{
+		tokens.Ingest:  "posting events",
+		tokens.Read:    r.Method + " " + r.URL.Path,
+		tokens.Approve: "deciding an approval",
+	}[need]
+	return what + " needs the " + string(need) + " scope; create a token with `claude-relay token create --scope " +
+		string(need) + "` and use it (or give a serve.tokens entry that scope); token " + strconv.Quote(p.name) +
+		" has " + p.scopes.String()
+}
+
+// Why a cookie POST was refused.
+var (
+	errNoDashboardHeader = errors.New("refused: a decision sent with the dashboard's cookie needs the header " +
+		DashboardHeader + ": 1, which the dashboard sends (a cross-site form cannot); from a script, send a Bearer token instead")
+	errNoOrigin = errors.New("refused: a decision sent with the dashboard's cookie needs an Origin or Sec-Fetch-Site " +
+		"header naming this dashboard; from a script, send a Bearer token instead")
+)
+
+// checkDashboardPost allows a POST with the cookie only from a page of this
+// dashboard: DashboardHeader set, and the browser's Sec-Fetch-Site and
+// Origin (at least one present) both saying same origin.
+func (s *Server) checkDashboardPost(r *http.Request) error {
+	if r.Header.Get(DashboardHeader) != "1" {
+		return errNoDashboardHeader
+	}
+	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	if site == "" && origin == "" {
+		return errNoOrigin
+	}
+	if site != "" && site != "same-origin" {
+		return errors.New("refused: cross-site request (Sec-Fetch-Site: " + strconv.Quote(clip(site)) +
+			"); decide from this dashboard's own page")
+	}
+	if origin != "" && !s.sameOrigin(origin, r) {
+		return errors.New("refused: Origin " + strconv.Quote(clip(origin)) + " is not this dashboard (" + r.Host +
+			"); decide from this dashboard's own page, or set serve.public_url to the address people use")
+	}
+	return nil
+}
+
+// sameOrigin reports whether origin is this server as the browser reached
+// it (its Host) or as serve.public_url names it. The scheme is not compared
+// with r's: behind a TLS-terminating proxy the browser says https while the
+// request here is http; host and port are what tell sites apart here.
+func (s *Server) sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	if s.publicURL == "" {
+		return false
+	}
+	p, err := url.Parse(s.publicURL)
+	return err == nil && strings.EqualFold(p.Scheme, u.Scheme) && strings.EqualFold(p.Host, u.Host)
 }
 
 func isRead(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
@@ -89,7 +370,7 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, noTokens b
 	writeError(w, http.StatusUnauthorized, msg)
 }
 
-const noTokensMessage = "this server has no tokens configured, so it refuses every request; set serve.tokens (or CLAUDE_RELAY_SERVE_TOKENS) and reload"
+const noTokensMessage = "this server has no tokens configured, so it refuses every request; set serve.tokens (or CLAUDE_RELAY_SERVE_TOKENS) and reload, or create one with `claude-relay token create --scope read`"
 
 // wantsPage reports a browser navigation to a dashboard page (not the API,
 // not a script fetching JSON).
@@ -104,72 +385,20 @@ func wantsPage(r *http.Request) bool {
 }
 
 func (s *Server) warnNoTokens(r *http.Request) {
+	s.throttled(&s.lastNoTokenLog, func() {
+		s.log.Warn("backend: refusing request: no serve tokens configured (set serve.tokens or CLAUDE_RELAY_SERVE_TOKENS)",
+			"method", r.Method, "path", r.URL.Path)
+	})
+}
+
+// throttled runs log at most once per noTokenLogEvery per last.
+func (s *Server) throttled(last *atomic.Int64, log func()) {
 	now := time.Now().UnixNano()
-	last := s.lastNoTokenLog.Load()
-	if now-last < int64(noTokenLogEvery) || !s.lastNoTokenLog.CompareAndSwap(last, now) {
+	prev := last.Load()
+	if now-prev < int64(noTokenLogEvery) || !last.CompareAndSwap(prev, now) {
 		return
 	}
-	s.log.Warn("backend: refusing request: no serve tokens configured (set serve.tokens or CLAUDE_RELAY_SERVE_TOKENS)",
-		"method", r.Method, "path", r.URL.Path)
-}
-
-// validTokens returns the configured non-empty tokens.
-func (s *Server) validTokens() []string {
-	var out []string
-	for _, t := range s.tokens() {
-		if v := t.Reveal(); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// bearerOK checks the Authorization header against every token.
-func (s *Server) bearerOK(r *http.Request, tokens []string) bool {
-	h := r.Header.Get("Authorization")
-	scheme, got, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	return matchAny(strings.TrimSpace(got), tokens, identity)
-}
-
-// cookieOK checks the login cookie against the MAC of every token.
-func (s *Server) cookieOK(r *http.Request, tokens []string) bool {
-	c, err := r.Cookie(CookieName)
-	if err != nil || c.Value == "" {
-		return false
-	}
-	return matchAny(c.Value, tokens, cookieValue)
-}
-
-// matchAny reports whether got equals derive(t) for some token.
-func matchAny(got string, tokens []string, derive func(string) string) bool {
-	return matchIndex(got, tokens, derive) >= 0
-}
-
-// matchIndex returns the index of the token t with derive(t) == got, or -1.
-// It compares in constant time: both sides are hashed first so lengths leak
-// nothing, and the loop never stops early.
-func matchIndex(got string, tokens []string, derive func(string) string) int {
-	g := sha256.Sum256([]byte(got))
-	idx := -1
-	for i, t := range tokens {
-		w := sha256.Sum256([]byte(derive(t)))
-		idx = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(g[:], w[:]), i, idx)
-	}
-	return idx
-}
-
-func identity(s string) string { return s }
-
-// cookieValue derives the cookie from a token: a MAC, so the cookie is not
-// the token (it cannot post events or be replayed as a Bearer header), it
-// survives restarts, and rotating the token logs browsers out.
-func cookieValue(token string) string {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte(cookieContext))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	log()
 }
 
 // loginData is the token form going to next, naming where the default
@@ -182,7 +411,8 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 	dashboard.WriteLogin(w, http.StatusOK, s.loginData(safeNext(r.URL.Query().Get("next"))))
 }
 
-// handleLogin checks the form's token and sets the cookie.
+// handleLogin checks the form's token and sets the cookie, which names the
+// token's credential so that its scopes apply to the dashboard.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
@@ -193,9 +423,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	next := safeNext(r.PostFormValue("next"))
 	token := strings.TrimSpace(r.PostFormValue("token"))
-	tokens := s.validTokens()
-	i := matchIndex(token, tokens, identity)
-	if token == "" || i < 0 {
+	creds, _ := r.Context().Value(credentialsKey{}).([]credential)
+	var c *credential
+	if token != "" {
+		c = match(creds, tokens.Digest(token), tokenDigest)
+	}
+	if c == nil {
 		s.metrics.authFailures.Inc()
 		s.log.Info("backend: dashboard login failed", "remote", r.RemoteAddr)
 		data := s.loginData(next)
@@ -203,9 +436,17 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		dashboard.WriteLogin(w, http.StatusUnauthorized, data)
 		return
 	}
+	if !c.scopes.Has(tokens.Read) {
+		s.log.Info("backend: dashboard login with a token that cannot read", "token", c.name, "scopes", c.scopes.String())
+		data := s.loginData(next)
+		data.Error = "This token (" + c.name + ") has the scopes " + c.scopes.String() + " only; the dashboard needs read. " +
+			"Create one with: claude-relay token create --scope read (or --scope approve to decide approvals too)."
+		dashboard.WriteLogin(w, http.StatusForbidden, data)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     CookieName,
-		Value:    cookieValue(tokens[i]),
+		Value:    cookieFor(c.id, token),
 		Path:     "/",
 		MaxAge:   int(cookieMaxAge / time.Second),
 		HttpOnly: true,

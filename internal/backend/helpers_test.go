@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envDecideURL) != "" {
+		os.Exit(decideAsChild()) // a client process of TestSelfApprovalRealPeer
+	}
 	goleak.VerifyTestMain(m)
 }
 

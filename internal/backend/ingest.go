@@ -88,6 +88,7 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, ingestResponse{Duplicate: true, EventID: ev.EventID, Cursor: res[0].Cursor})
 		return
 	}
+	s.queuePushes([]store.Event{ev}, res)
 	s.metrics.ingested.Inc()
 	writeJSON(w, http.StatusCreated, ingestResponse{EventID: ev.EventID, Cursor: res[0].Cursor})
 }
@@ -126,6 +127,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 			s.storeError(w, r, err)
 			return
 		}
+		s.queuePushes(valid, res)
 		for j, ar := range res {
 			out := &results[index[j]]
 			out.Cursor, out.Duplicate = ar.Cursor, ar.Duplicate

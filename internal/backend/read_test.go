@@ -98,6 +98,11 @@ var routes = []struct{ method, path string }{
 	{"GET", "/api/sessions/s1/events"},
 	{"GET", "/api/sessions/s1/stream"},
 	{"GET", "/api/stream"},
+	{"GET", "/api/whoami"},
+	{"GET", "/api/approvals"},
+	{"GET", "/api/approvals/decisions?ids=a1&wait=0"},
+	{"GET", "/api/approvals/a1"},
+	{"POST", "/api/approvals/a1/decision"},
 	{"GET", "/metrics"},
 	{"GET", "/"},
 	{"GET", "/sessions/s1"},
@@ -109,7 +114,7 @@ var routes = []struct{ method, path string }{
 func TestAuthOnEveryRoute(t *testing.T) {
 	e := newEnv(t)
 	e.post("s1", envelope("s1", 1, "x", map[string]any{}))
-	cookie := CookieName + "=" + cookieValue(testToken)
+	cookie := CookieName + "=" + cookieFor("c-serve-token-1", testToken)
 	for _, r := range routes {
 		t.Run(r.method+" "+r.path, func(t *testing.T) {
 			for _, c := range []struct {
@@ -129,14 +134,19 @@ func TestAuthOnEveryRoute(t *testing.T) {
 				}
 			}
 			// The cookie works for reads only: a cross-site form must not be
-			// able to post events with a browser's cookie.
+			// able to post events with a browser's cookie. A decision
+			// without the dashboard's header and origin is refused (403).
 			resp := e.do(r.method, r.path, nil, map[string]string{"Authorization": "", "Cookie": cookie})
 			resp.Body.Close()
 			if r.method == "GET" && resp.StatusCode == 401 {
 				t.Errorf("cookie on GET: 401")
 			}
-			if r.method == "POST" && resp.StatusCode != 401 {
-				t.Errorf("cookie on POST: %d, want 401", resp.StatusCode)
+			want := 401
+			if strings.HasSuffix(r.path, "/decision") {
+				want = 403
+			}
+			if r.method == "POST" && resp.StatusCode != want {
+				t.Errorf("cookie on POST: %d, want %d", resp.StatusCode, want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/dashboard"
+	"github.com/claude-relay/claude-relay/internal/peer"
 	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 // Size limits when Options.MaxBody is zero.
@@ -36,10 +39,34 @@ type Options struct {
 	// reloaded configuration takes effect at once. Nil or empty: every route
 	// but /healthz answers 401.
 	Tokens func() []config.Secret
+	// ServeTokens returns named tokens with scopes (serve.tokens entries;
+	// package tokens has the scopes). Tokens' tokens carry ingest and read.
+	// Asked on every request, like Tokens; the first entry that matches a
+	// token wins, ServeTokens before Tokens. Nil: none.
+	ServeTokens func() []config.ServeToken
+	// Issued is the token file of `claude-relay token create`, read (stat)
+	// on every request so a create or revoke counts at once. Nil: none.
+	Issued *tokens.File
 	// TokenFile is the path of the generated default token when that token
 	// is among Tokens. The login page names it so a user knows where to find
 	// a token; the page never shows the token itself. Empty: no hint.
 	TokenFile string
+	// Peer finds the local process at the other end of a connection, for
+	// refusing decisions that an agent's own tool command sends (self
+	// approval). Nil: peer.Lookup. Tests inject a fake.
+	Peer PeerLookup
+	// NotifyURL receives a push for each new pending approval (ntfy-style);
+	// empty: no pushes.
+	NotifyURL string
+	// PublicURL is the dashboard as people reach it, for the links in
+	// pushes and the same-origin check of dashboard decisions; empty: only
+	// each request's Host is the dashboard's origin, and pushes carry no
+	// link.
+	PublicURL string
+	// pusher replaces the notifier of NotifyURL (tests).
+	pusher pusher
+	// recheck replaces defaultRecheck (tests).
+	recheck time.Duration
 	// MaxBody is the largest single event body in bytes (0: 4 MiB); a batch
 	// body may be 8 times that (0: 32 MiB).
 	MaxBody int64
@@ -53,16 +80,23 @@ type Options struct {
 // Server is the reference backend's HTTP API and dashboard. Create it with
 // New, serve Handler, and call Shutdown when done.
 type Server struct {
-	store     store.Store
-	tokens    func() []config.Secret
-	tokenFile string
-	maxEvent  int64
-	maxBatch  int64
-	log       *slog.Logger
-	metrics   *metrics
-	gatherer  prometheus.Gatherer
-	hub       *hub
-	handler   http.Handler
+	store       store.Store
+	tokens      func() []config.Secret
+	serveTokens func() []config.ServeToken
+	issued      *tokens.File
+	derived     derivedCache
+	tokenFile   string
+	peer        PeerLookup
+	publicURL   string
+	push        pusher      // nil without NotifyURL
+	pushes      chan string // approval IDs for pushLoop; nil without NotifyURL
+	maxEvent    int64
+	maxBatch    int64
+	log         *slog.Logger
+	metrics     *metrics
+	gatherer    prometheus.Gatherer
+	hub         *hub
+	handler     http.Handler
 
 	// heartbeat is defaultHeartbeat; tests shorten it.
 	heartbeat time.Duration
@@ -75,7 +109,16 @@ type Server struct {
 	cancel   context.CancelFunc
 	shutOnce sync.Once
 
-	lastNoTokenLog atomic.Int64 // unix nanos; throttles the "no tokens" warning
+	// bg is the server's own goroutines (pushLoop); Shutdown waits.
+	bg sync.WaitGroup
+
+	lastNoTokenLog   atomic.Int64 // unix nanos; throttles the "no tokens" warning
+	lastTokenFileLog atomic.Int64 // same, for an unreadable token file
+	lastPushDropLog  atomic.Int64 // same, for pushes dropped when the queue is full
+
+	// recheck is how often a decisions long-poll asks the store again
+	// whatever the notifications say (a safety net); tests shorten it.
+	recheck time.Duration
 }
 
 // New returns a Server. It panics when opts.Store is nil: that is a wiring
@@ -87,7 +130,12 @@ func New(opts Options) *Server {
 	s := &Server{
 		store:            opts.Store,
 		tokens:           opts.Tokens,
+		serveTokens:      opts.ServeTokens,
+		issued:           opts.Issued,
 		tokenFile:        opts.TokenFile,
+		peer:             opts.Peer,
+		publicURL:        strings.TrimRight(opts.PublicURL, "/"),
+		recheck:          defaultRecheck,
 		maxEvent:         opts.MaxBody,
 		maxBatch:         opts.MaxBody * batchFactor,
 		log:              opts.Logger,
@@ -100,16 +148,32 @@ func New(opts Options) *Server {
 	if s.tokens == nil {
 		s.tokens = func() []config.Secret { return nil }
 	}
+	if s.serveTokens == nil {
+		s.serveTokens = func() []config.ServeToken { return nil }
+	}
+	if s.peer == nil {
+		s.peer = peer.Lookup
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.metrics, s.gatherer = newMetrics(opts.Registry)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hub = newHub(s.ctx, s.store, s.log)
-	if len(s.validTokens()) == 0 {
+	if opts.recheck > 0 {
+		s.recheck = opts.recheck
+	}
+	if len(s.credentials()) == 0 {
 		s.log.Warn("backend: no serve tokens configured; every request but /healthz will get 401 (set serve.tokens or CLAUDE_RELAY_SERVE_TOKENS)")
 	}
 	s.handler = s.routes()
+	// Last: the push loop reads the server.
+	switch {
+	case opts.pusher != nil:
+		s.startPushes(opts.pusher)
+	case opts.NotifyURL != "":
+		s.startPushes(newNotifier(opts.NotifyURL, s.log))
+	}
 	return s
 }
 
@@ -124,17 +188,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(s.cancel)
 	done := make(chan struct{})
 	// Outlives an expired ctx only until the last stream returns, which its
-	// write deadline bounds.
+	// write deadline bounds, and the push loop's store call returns.
 	go func() {
 		s.hub.wait()
+		s.bg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if s.push != nil {
+		// Pushes already queued get until ctx ends to go out.
+		return s.push.Close(ctx)
+	}
+	return nil
 }
 
 func (s *Server) routes() http.Handler {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/localbackend"
+	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 // backendConn is the backend a command talks to.
@@ -32,7 +33,8 @@ func (a *App) backend(ctx context.Context) (*backendConn, error) {
 // localBackendOptions configures the data dir's backend, embedded or
 // served, on db, accepting tok besides the serve tokens of the moment.
 func (a *App) localBackendOptions(db string, tok config.Secret) localbackend.Options {
-	return localbackend.Options{DB: db, Token: tok, TokenFile: a.serveTokenPath(), Tokens: a.live.ServeTokens, Logger: a.log}
+	return localbackend.Options{DB: db, Token: tok, TokenFile: a.serveTokenPath(), Tokens: a.live.ServeTokens, Logger: a.log,
+		Issued: tokens.Open(tokens.Path(a.loaded.Config.DataDir))}
 }
 
 // serveTokenPath is where serveToken's token lives, for the login page's

@@ -30,7 +30,12 @@ func newServeCmd(a *App) *cobra.Command {
 			"address (serve.json), so run, extension, terminal and spool flush of that data dir\n" +
 			"send their events to it. A second serve on the same data dir exits with status 1,\n" +
 			"naming the pid and address of the first; give it its own --data-dir to run both.\n" +
-			"A killed serve leaves no lock behind: the next one takes the data dir over.",
+			"A killed serve leaves no lock behind: the next one takes the data dir over.\n\n" +
+			"Tokens carry scopes (ingest, read, approve, admin): the token helpers post with reads and\n" +
+			"ingests only. To decide approvals from the dashboard or a phone, create one with\n" +
+			"`claude-relay token create --scope approve`; serve picks it up without a restart.\n" +
+			"With serve.notify_url set, each new pending approval is pushed there (ntfy-style), linking\n" +
+			"to serve.public_url (default: the address serve listens on).",
 		Example: "  claude-relay serve\n" +
 			"  CLAUDE_RELAY_SERVE_TOKENS=s3cret claude-relay serve --addr :8787\n" +
 			"  claude-relay --data-dir ~/relay-pg serve --addr 127.0.0.1:8788 --db postgres://relay@localhost/relay",
@@ -70,11 +75,19 @@ func runServe(ctx context.Context, a *App, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another program, or the serve of another data dir, on it? pick a free address with --addr)", o.addr, err)
 	}
-	// The data dir's token is always accepted too: `run` and `extension` of
-	// this data dir send it when they find this serve (the file is 0600).
-	srv := localbackend.NewServer(st, a.localBackendOptions(o.db, tok))
 	url := "http://" + ln.Addr().String()
 	dashboard := localbackend.LocalURL(ln.Addr())
+	// The data dir's token is always accepted too (ingest and read): `run`
+	// and `extension` of this data dir send it when they find this serve
+	// (the file is 0600). Tokens made by `token create` count from the
+	// request after they are.
+	bo := a.localBackendOptions(o.db, tok)
+	bo.NotifyURL = c.Serve.NotifyURL.Reveal()
+	bo.PublicURL = c.Serve.PublicURL
+	if bo.PublicURL == "" {
+		bo.PublicURL = dashboard
+	}
+	srv := localbackend.NewServer(st, bo)
 	if err := lock.Advertise(dashboard); err != nil {
 		a.log.Warn("cannot advertise serve in the data dir; run and extension will not find it", "err", err)
 	}

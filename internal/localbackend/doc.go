@@ -7,7 +7,9 @@
 // have none configured look for that serve (Find) and, finding none, start
 // the embedded default in their own process (StartEmbedded). Both accept the
 // data dir's generated token, serve.token (Token), besides the configured
-// serve tokens.
+// serve tokens. That token, named "default", carries the scopes ingest and
+// read only (package tokens): helpers post and poll with it, and an agent
+// that reads it from disk still cannot approve.
 //
 // Only the lock is trusted: the kernel drops it when its process dies, while
 // a SIGKILLed serve leaves its serve.json behind. serve.json counts only

@@ -15,6 +15,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
+	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 // MaxEventBytes is the backend's limit for one event: as large as the
@@ -24,11 +25,19 @@ const MaxEventBytes = ndjson.DefaultMax
 
 // Options configure the reference backend of a data dir, embedded or served.
 type Options struct {
-	DB        string                 // serve.db: sqlite:PATH or a postgres:// URL
-	Token     config.Secret          // the data dir's token (Token) or the configured one; always accepted
-	TokenFile string                 // where Token lives, named on the login page; "" for a configured token
-	Tokens    func() []config.Secret // the serve tokens configured now, asked on every request; nil: none
-	Logger    *slog.Logger           // nil: discard
+	DB string // serve.db: sqlite:PATH or a postgres:// URL
+	// Token is the data dir's token (Token) or the configured one: always
+	// accepted, with the scopes ingest and read only (CONTRACT §10: the
+	// token the helper posts with cannot approve).
+	Token     config.Secret
+	TokenFile string                     // where Token lives, named on the login page; "" for a configured token
+	Tokens    func() []config.ServeToken // the serve tokens configured now, asked on every request; nil: none
+	// Issued is the data dir's file of tokens made by `claude-relay token
+	// create` (tokens.Path); nil: none.
+	Issued    *tokens.File
+	NotifyURL string       // serve.notify_url; "" none
+	PublicURL string       // serve.public_url, else where serve listens; "" none
+	Logger    *slog.Logger // nil: discard
 }
 
 // Conn is the backend a command talks to: a configured one, the data dir's
@@ -64,18 +73,28 @@ func OpenStore(ctx context.Context, db string) (store.Store, error) {
 // and the embedded default alike.
 func NewServer(st store.Store, o Options) *backend.Server {
 	return backend.New(backend.Options{Store: st, Logger: o.Logger, MaxBody: MaxEventBytes, TokenFile: o.TokenFile,
-		Tokens: func() []config.Secret { return acceptedTokens(o) }})
+		ServeTokens: func() []config.ServeToken { return acceptedTokens(o) },
+		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL})
 }
 
-// acceptedTokens are o's serve tokens of the moment and o.Token.
-func acceptedTokens(o Options) []config.Secret {
-	var live []config.Secret
+// defaultTokenName names the data dir's token in the record of who did
+// what.
+const defaultTokenName = "default"
+
+// acceptedTokens are o's serve tokens of the moment and o.Token, which
+// carries the default scopes (ingest, read).
+func acceptedTokens(o Options) []config.ServeToken {
+	var live []config.ServeToken
 	if o.Tokens != nil {
 		live = o.Tokens()
 	}
+	name := defaultTokenName
+	if slices.ContainsFunc(live, func(t config.ServeToken) bool { return t.Name == name }) {
+		name = "" // a configured token took the name; the backend numbers this one
+	}
 	// Clipped: appending in place would write into the caller's array,
 	// which other requests read at the same time.
-	return append(slices.Clip(live), o.Token)
+	return append(slices.Clip(live), config.ServeToken{Name: name, Token: o.Token})
 }
 
 // StartEmbedded runs the reference backend in this process on a loopback

@@ -2,16 +2,19 @@ package localbackend
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/claude-relay/claude-relay/config"
+	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 func TestMain(m *testing.M) {
@@ -61,10 +64,10 @@ func TestStartEmbedded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var mu sync.Mutex
-	live := []config.Secret{"configured"}
+	live := []config.ServeToken{{Token: "configured"}}
 	c, err := StartEmbedded(context.Background(), Options{
 		DB: "sqlite:" + filepath.Join(dir, "relay.db"), Token: "data-dir-token", TokenFile: TokenPath(dir),
-		Tokens: func() []config.Secret { mu.Lock(); defer mu.Unlock(); return live }})
+		Tokens: func() []config.ServeToken { mu.Lock(); defer mu.Unlock(); return live }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +95,7 @@ func TestStartEmbedded(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	live = []config.Secret{"reloaded"}
+	live = []config.ServeToken{{Token: "reloaded"}}
 	mu.Unlock()
 	if got := status("reloaded"); got != 200 {
 		t.Errorf("a reloaded serve token: status %d, want 200", got)
@@ -107,10 +110,10 @@ func TestStartEmbedded(t *testing.T) {
 // TestNewServerLeavesTokensAlone: adding the data dir's token never writes
 // into the caller's slice, which a config reload may be reading.
 func TestNewServerLeavesTokensAlone(t *testing.T) {
-	backing := make([]config.Secret, 1, 4)
-	backing[0] = "configured"
-	accepted := acceptedTokens(Options{Token: "data-dir-token", Tokens: func() []config.Secret { return backing }})
-	if len(accepted) != 2 || backing[:2][1] != "" {
+	backing := make([]config.ServeToken, 1, 4)
+	backing[0] = config.ServeToken{Token: "configured"}
+	accepted := acceptedTokens(Options{Token: "data-dir-token", Tokens: func() []config.ServeToken { return backing }})
+	if len(accepted) != 2 || backing[:2][1].Token != "" {
 		t.Errorf("accepted %q; the caller's backing array now holds %q", accepted, backing[:2])
 	}
 }
@@ -119,5 +122,66 @@ func TestOpenStoreRejectsUnknownScheme(t *testing.T) {
 	_, err := OpenStore(context.Background(), "mysql://relay@db/relay")
 	if err == nil || err.Error() != `serve.db "mysql://relay@db/relay": allowed: sqlite:PATH or a postgres:// URL` {
 		t.Errorf("OpenStore: %v", err)
+	}
+}
+
+// TestDataDirTokenScopes: the data dir's token (what helpers post with)
+// reads and ingests but cannot approve; a serve.tokens entry with the same
+// value states its own scopes, and tokens.json's tokens are accepted.
+func TestDataDirTokenScopes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	issued := tokens.Open(tokens.Path(dir))
+	phone, _, err := issued.Create("phone", []tokens.Scope{tokens.Approve}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := StartEmbedded(context.Background(), Options{
+		DB: "sqlite:" + filepath.Join(dir, "relay.db"), Token: "data-dir-token", Issued: issued,
+		Tokens: func() []config.ServeToken {
+			return []config.ServeToken{{Name: "ops", Token: "shared-token", Scopes: []tokens.Scope{tokens.Admin}}}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	call := func(method, path, tok string) (int, string) {
+		req, err := http.NewRequest(method, c.URL+path, strings.NewReader(`{"decision":"allow"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Close = true
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call("GET", "/api/whoami", "data-dir-token"); code != 200 || !strings.Contains(body, `"name":"default","scopes":["ingest","read"]`) {
+		t.Errorf("whoami with the data dir's token: %d %s", code, body)
+	}
+	if code, body := call("POST", "/api/approvals/a1/decision", "data-dir-token"); code != 403 || !strings.Contains(body, "needs the approve scope") {
+		t.Errorf("a decision with the data dir's token: %d %s", code, body)
+	}
+	if code, body := call("GET", "/api/whoami", phone); code != 200 || !strings.Contains(body, `"name":"phone","scopes":["read","approve"]`) {
+		t.Errorf("whoami with an issued token: %d %s", code, body)
+	}
+	if code, body := call("GET", "/api/whoami", "shared-token"); code != 200 || !strings.Contains(body, `"name":"ops"`) {
+		t.Errorf("whoami with a configured token: %d %s", code, body)
+	}
+}
+
+// TestSharedValueKeepsConfiguredScopes: when the data dir's token is also
+// a serve.tokens entry (backend.token is both by default), the entry's
+// name and scopes apply.
+func TestSharedValueKeepsConfiguredScopes(t *testing.T) {
+	accepted := acceptedTokens(Options{Token: "same", Tokens: func() []config.ServeToken {
+		return []config.ServeToken{{Name: "default", Token: "same", Scopes: []tokens.Scope{tokens.Admin}}}
+	}})
+	if len(accepted) != 2 || accepted[0].Name != "default" || accepted[1].Name != "" {
+		t.Errorf("accepted %+v: the data dir's token must not take a configured name", accepted)
 	}
 }

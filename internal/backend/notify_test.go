@@ -1,0 +1,571 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
+	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
+)
+
+// notifyPatience bounds every wait in these tests; it is a safety net, not
+// a timing assertion.
+const notifyPatience = 20 * time.Second
+
+// pushReceiver is an ntfy stand-in that records every POST and answers
+// with the next scripted status (200 once the script runs out).
+type pushReceiver struct {
+	t  *testing.T
+	ts *httptest.Server
+
+	mu       sync.Mutex
+	got      []receivedPush
+	statuses []int
+	headers  []http.Header // extra response headers, per scripted status
+
+	// block, when set, holds each request until it is closed or the
+	// request is abandoned; arrived gets one value per request that
+	// started waiting.
+	block   chan struct{}
+	arrived chan struct{}
+}
+
+type receivedPush struct {
+	header http.Header
+	body   string
+	user   string
+	pass   string
+}
+
+func newPushReceiver(t *testing.T, statuses ...int) *pushReceiver {
+	r := &pushReceiver{t: t, statuses: statuses, arrived: make(chan struct{}, 64)}
+	r.ts = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.ts.Close)
+	return r
+}
+
+func (r *pushReceiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	user, pass, _ := req.BasicAuth()
+	if req.Method != http.MethodPost {
+		r.t.Errorf("method %s, want POST", req.Method)
+	}
+	r.mu.Lock()
+	r.got = append(r.got, receivedPush{header: req.Header.Clone(), body: string(body), user: user, pass: pass})
+	status, extra := http.StatusOK, http.Header(nil)
+	if len(r.statuses) > 0 {
+		status, r.statuses = r.statuses[0], r.statuses[1:]
+		if len(r.headers) > 0 {
+			extra, r.headers = r.headers[0], r.headers[1:]
+		}
+	}
+	block := r.block
+	r.mu.Unlock()
+	if block != nil {
+		r.arrived <- struct{}{}
+		select {
+		case <-block:
+		case <-req.Context().Done():
+			return
+		}
+	}
+	for k, v := range extra {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, `{"id":"x"}`)
+}
+
+func (r *pushReceiver) pushes() []receivedPush {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]receivedPush(nil), r.got...)
+}
+
+// fastNotify is notifyOptions with millisecond backoff, so retries take no
+// time worth mentioning.
+func fastNotify() notifyOptions {
+	return notifyOptions{minBackoff: time.Millisecond, maxBackoff: 2 * time.Millisecond, maxRetryAfter: 2 * time.Millisecond}
+}
+
+// testNotifier starts a notifier whose log goes to the returned buffer and
+// closes it when the test ends (in case the test did not).
+func testNotifier(t *testing.T, url string, o notifyOptions) (*notifier, *syncbuf.Buffer) {
+	t.Helper()
+	logs := &syncbuf.Buffer{}
+	n := newNotifierWith(url, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), o)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), notifyPatience)
+		defer cancel()
+		_ = n.Close(ctx)
+	})
+	return n, logs
+}
+
+func closeNotifier(t *testing.T, n *notifier) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), notifyPatience)
+	defer cancel()
+	if err := n.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func TestNotifierOnePostPerSend(t *testing.T) {
+	r := newPushReceiver(t)
+	n, _ := testNotifier(t, r.ts.URL+"/claude-approvals", fastNotify())
+	msgs := []pushMessage{
+		{Title: "Approve Bash", Body: "npm test in ~/src/app", ClickURL: "https://relay.example/approvals/a1"},
+		{Title: "Approve Edit", Body: "main.go", ClickURL: "https://relay.example/approvals/a2"},
+		{Title: "Question", Body: "Which database?"},
+	}
+	for _, m := range msgs {
+		n.Send(t.Context(), m)
+	}
+	closeNotifier(t, n) // waits for the queue to drain
+
+	got := r.pushes()
+	if len(got) != len(msgs) {
+		t.Fatalf("receiver got %d POSTs, want one per Send (%d)", len(got), len(msgs))
+	}
+	for i, m := range msgs {
+		h := got[i].header
+		if got[i].body != m.Body {
+			t.Errorf("push %d body %q, want %q", i, got[i].body, m.Body)
+		}
+		if h.Get("Title") != m.Title || h.Get("Click") != m.ClickURL {
+			t.Errorf("push %d Title %q Click %q, want %q %q", i, h.Get("Title"), h.Get("Click"), m.Title, m.ClickURL)
+		}
+		if m.ClickURL == "" && len(h.Values("Click")) > 0 {
+			t.Errorf("push %d has a Click header without a click URL", i)
+		}
+		if h.Get("Tags") != "lock" || h.Get("X-Priority") != "high" || h.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("push %d headers %v: want Tags lock, X-Priority high, text/plain", i, h)
+		}
+	}
+	if s := n.sent.Load(); s != int64(len(msgs)) {
+		t.Errorf("sent = %d, want %d", s, len(msgs))
+	}
+}
+
+func TestNotifierRetries(t *testing.T) {
+	tests := []struct {
+		name      string
+		statuses  []int
+		headers   []http.Header
+		wantPosts int
+		wantSent  int64
+	}{
+		{name: "503 twice then 200", statuses: []int{503, 503, 200}, wantPosts: 3, wantSent: 1},
+		{name: "429 with Retry-After then 200", statuses: []int{429, 200},
+			headers: []http.Header{{"Retry-After": {"0"}}}, wantPosts: 2, wantSent: 1},
+		{name: "408 then 502 then 200", statuses: []int{408, 502, 200}, wantPosts: 3, wantSent: 1},
+		{name: "400 is not retried", statuses: []int{400}, wantPosts: 1},
+		{name: "401 is not retried", statuses: []int{401}, wantPosts: 1},
+		{name: "501 is not retried", statuses: []int{501}, wantPosts: 1},
+		{name: "a redirect is not followed", statuses: []int{301},
+			headers: []http.Header{{"Location": {"/moved"}}}, wantPosts: 1},
+		{name: "500 until the attempts run out", statuses: []int{500, 500, 500, 500, 500, 500, 500}, wantPosts: defaultNotifyAttempts},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newPushReceiver(t, tc.statuses...)
+			r.headers = tc.headers
+			n, logs := testNotifier(t, r.ts.URL+"/topic", fastNotify())
+			n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
+			closeNotifier(t, n)
+			if got := len(r.pushes()); got != tc.wantPosts {
+				t.Fatalf("receiver got %d POSTs, want %d", got, tc.wantPosts)
+			}
+			if n.sent.Load() != tc.wantSent || n.failed.Load() != 1-tc.wantSent {
+				t.Fatalf("sent %d failed %d, want sent %d", n.sent.Load(), n.failed.Load(), tc.wantSent)
+			}
+			if tc.wantSent == 0 {
+				want := "giving up"
+				switch {
+				case tc.statuses[0] == 301:
+					want = "a redirect"
+				case tc.wantPosts == 1:
+					want = "not retried"
+				}
+				if !strings.Contains(logs.String(), want) || !strings.Contains(logs.String(), "level=WARN") {
+					t.Fatalf("log does not warn %q:\n%s", want, logs)
+				}
+			}
+		})
+	}
+}
+
+// failingTransport fails the first n round trips as a refused connection
+// would, then passes requests on.
+type failingTransport struct {
+	n     atomic.Int32
+	tries atomic.Int32
+	next  http.RoundTripper
+}
+
+func (f *failingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.tries.Add(1)
+	if f.n.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	}
+	return f.next.RoundTrip(req)
+}
+
+func TestNotifierRetriesNetworkErrors(t *testing.T) {
+	r := newPushReceiver(t)
+	tr := &failingTransport{next: http.DefaultTransport}
+	tr.n.Store(2)
+	o := fastNotify()
+	o.transport = tr
+	n, _ := testNotifier(t, r.ts.URL+"/topic", o)
+	n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
+	closeNotifier(t, n)
+	if tries, posts := tr.tries.Load(), len(r.pushes()); tries != 3 || posts != 1 {
+		t.Fatalf("%d tries and %d POSTs received, want 3 tries (2 refused) and 1 POST", tries, posts)
+	}
+	if n.sent.Load() != 1 {
+		t.Fatalf("sent = %d, want 1", n.sent.Load())
+	}
+}
+
+func TestNotifierBackoff(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	resp := func(code int, retryAfter string) *http.Response {
+		r := &http.Response{StatusCode: code, Header: http.Header{}}
+		if retryAfter != "" {
+			r.Header.Set("Retry-After", retryAfter)
+		}
+		return r
+	}
+	lo, hi, maxRA := time.Second, 30*time.Second, time.Minute
+	for _, tc := range []struct {
+		name string
+		resp *http.Response
+		want time.Duration
+	}{
+		{"429 seconds", resp(429, "7"), 7 * time.Second},
+		{"503 seconds", resp(503, "2"), 2 * time.Second},
+		{"429 date", resp(429, now.Add(20*time.Second).Format(http.TimeFormat)), 20 * time.Second},
+		{"429 past date", resp(429, now.Add(-time.Hour).Format(http.TimeFormat)), 0},
+		{"429 capped", resp(429, "3600"), maxRA},
+	} {
+		if got := pushBackoff(lo, hi, maxRA, 0, tc.resp, now); got != tc.want {
+			t.Errorf("%s: backoff %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// Without Retry-After (or on a status it does not apply to): jittered,
+	// within [lo, min(lo·2^attempt, hi)].
+	for attempt := range 8 {
+		for _, r := range []*http.Response{nil, resp(500, ""), resp(500, "9"), resp(429, "soon")} {
+			ceiling := min(lo<<attempt, hi)
+			for range 20 {
+				if got := pushBackoff(lo, hi, maxRA, attempt, r, now); got < lo || got > ceiling {
+					t.Fatalf("attempt %d: backoff %s outside [%s, %s]", attempt, got, lo, ceiling)
+				}
+			}
+		}
+	}
+}
+
+// Close drains the queue: what was sent before Close is posted before it
+// returns.
+func TestNotifierCloseDeliversQueued(t *testing.T) {
+	r := newPushReceiver(t)
+	n, _ := testNotifier(t, r.ts.URL+"/topic", fastNotify())
+	for range 5 {
+		n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
+	}
+	closeNotifier(t, n)
+	if got := len(r.pushes()); got != 5 {
+		t.Fatalf("receiver got %d POSTs by the time Close returned, want 5", got)
+	}
+	// Closed: a later Send is refused, not queued, and does not panic.
+	n.Send(t.Context(), pushMessage{Title: "late"})
+	if n.dropped.Load() != 1 {
+		t.Fatalf("dropped = %d after a Send on a closed notifier, want 1", n.dropped.Load())
+	}
+	closeNotifier(t, n) // a second Close is harmless
+}
+
+// Close waits for the send in flight until its context ends, then aborts
+// it and returns the context's error; the worker is gone either way
+// (TestMain checks for leaked goroutines).
+func TestNotifierCloseWaitsUntilContextEnds(t *testing.T) {
+	r := newPushReceiver(t)
+	r.block = make(chan struct{}) // never released: the receiver hangs
+	n, logs := testNotifier(t, r.ts.URL+"/topic", fastNotify())
+	n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
+	n.Send(t.Context(), pushMessage{Title: "Approve Edit", Body: "x.go"})
+	select {
+	case <-r.arrived:
+	case <-time.After(notifyPatience):
+		t.Fatal("the first push never reached the receiver")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close(ctx) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a push was in flight and its context live", err)
+	case <-time.After(50 * time.Millisecond):
+		// Not a timing assertion: a Close that returned early fails above
+		// on most runs, and the checks below hold either way.
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-closed:
+	case <-time.After(notifyPatience):
+		t.Fatal("Close did not return after its context ended")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close = %v, want an error wrapping context.Canceled", err)
+	}
+	if n.abandoned.Load() != 2 || n.sent.Load() != 0 {
+		t.Fatalf("abandoned %d sent %d, want the in-flight and the queued push abandoned", n.abandoned.Load(), n.sent.Load())
+	}
+	if !strings.Contains(logs.String(), "push abandoned") || !strings.Contains(logs.String(), "count=1") {
+		t.Fatalf("log does not tell of the abandoned pushes:\n%s", logs)
+	}
+}
+
+func TestNotifierQueueFullDrops(t *testing.T) {
+	r := newPushReceiver(t)
+	r.block = make(chan struct{})
+	o := fastNotify()
+	o.queue = 2
+	n, logs := testNotifier(t, r.ts.URL+"/topic", o)
+	n.Send(t.Context(), pushMessage{Title: "in flight"})
+	select {
+	case <-r.arrived: // the worker holds it: the queue is empty again
+	case <-time.After(notifyPatience):
+		t.Fatal("the first push never reached the receiver")
+	}
+	n.Send(t.Context(), pushMessage{Title: "queued 1"})
+	n.Send(t.Context(), pushMessage{Title: "queued 2"})
+	n.Send(t.Context(), pushMessage{Title: "one too many"}) // returns at once although nothing moves
+	if n.dropped.Load() != 1 {
+		t.Fatalf("dropped = %d, want 1", n.dropped.Load())
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "push dropped") || !strings.Contains(l, `title="one too many"`) {
+		t.Fatalf("log does not warn about the dropped push:\n%s", l)
+	}
+	close(r.block)
+	closeNotifier(t, n)
+	var titles []string
+	for _, p := range r.pushes() {
+		titles = append(titles, p.header.Get("Title"))
+	}
+	if strings.Join(titles, ",") != "in flight,queued 1,queued 2" {
+		t.Fatalf("receiver got %q, want the in-flight and the two queued pushes in order", titles)
+	}
+}
+
+// The URL's userinfo, topic (path) and query are secrets: they are used
+// (basic auth, the topic) but never logged, whatever goes wrong.
+func TestNotifierNeverLogsURLSecrets(t *testing.T) {
+	const user, pass, topic, token = "alice-user", "s3cret-pass", "topic-k8x2q9", "tk_querytoken"
+	secrets := []string{user, pass, topic, token}
+	checkLogs := func(t *testing.T, logs, target string) {
+		t.Helper()
+		for _, s := range secrets {
+			if strings.Contains(logs, s) {
+				t.Fatalf("log reveals %q:\n%s", s, logs)
+			}
+		}
+		if !strings.Contains(logs, "target="+target) {
+			t.Fatalf("log does not name the target %s:\n%s", target, logs)
+		}
+	}
+	withSecrets := func(hostport string) string {
+		return "http://" + user + ":" + pass + "@" + hostport + "/" + topic + "?auth=" + token
+	}
+
+	t.Run("rejected", func(t *testing.T) {
+		r := newPushReceiver(t, http.StatusForbidden)
+		host := strings.TrimPrefix(r.ts.URL, "http://")
+		n, logs := testNotifier(t, withSecrets(host), fastNotify())
+		n.Send(t.Context(), pushMessage{Title: "Approve Bash"})
+		closeNotifier(t, n)
+		got := r.pushes()
+		if len(got) != 1 || got[0].user != user || got[0].pass != pass {
+			t.Fatalf("receiver got %+v, want one POST with the URL's basic auth", got)
+		}
+		checkLogs(t, logs.String(), r.ts.URL)
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := ln.Addr().String()
+		ln.Close() // nothing listens there now: connection refused
+		n, logs := testNotifier(t, withSecrets(host), fastNotify())
+		n.Send(t.Context(), pushMessage{Title: "Approve Bash"})
+		closeNotifier(t, n)
+		if n.failed.Load() != 1 || !strings.Contains(logs.String(), "giving up") || !strings.Contains(logs.String(), "attempts=5") {
+			t.Fatalf("failed = %d; want one push given up after 5 attempts, logged:\n%s", n.failed.Load(), logs)
+		}
+		checkLogs(t, logs.String(), "http://"+host)
+	})
+	t.Run("queue full and shutdown", func(t *testing.T) {
+		r := newPushReceiver(t)
+		r.block = make(chan struct{})
+		host := strings.TrimPrefix(r.ts.URL, "http://")
+		o := fastNotify()
+		o.queue = 1
+		n, logs := testNotifier(t, withSecrets(host), o)
+		n.Send(t.Context(), pushMessage{Title: "a"})
+		select {
+		case <-r.arrived:
+		case <-time.After(notifyPatience):
+			t.Fatal("the first push never reached the receiver")
+		}
+		n.Send(t.Context(), pushMessage{Title: "b"})
+		n.Send(t.Context(), pushMessage{Title: "c"}) // dropped
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := n.Close(ctx); err == nil || strings.Contains(err.Error(), pass) || strings.Contains(err.Error(), topic) {
+			t.Fatalf("Close = %v; want an error without secrets", err)
+		}
+		checkLogs(t, logs.String(), r.ts.URL)
+	})
+	t.Run("bad scheme", func(t *testing.T) {
+		n, logs := testNotifier(t, "ftp://"+user+":"+pass+"@127.0.0.1/"+topic+"?auth="+token, fastNotify())
+		n.Send(t.Context(), pushMessage{Title: "a"})
+		if n.dropped.Load() != 1 || !strings.Contains(logs.String(), `scheme is \"ftp\"`) {
+			t.Fatalf("dropped = %d; want the push refused with the reason logged:\n%s", n.dropped.Load(), logs)
+		}
+		checkLogs(t, logs.String(), "ftp://127.0.0.1")
+	})
+	t.Run("unparsable", func(t *testing.T) {
+		n, logs := testNotifier(t, "http://"+user+":"+pass+"@[::1/"+topic+"%zz", fastNotify())
+		n.Send(t.Context(), pushMessage{Title: "a"})
+		if n.dropped.Load() != 1 || !strings.Contains(logs.String(), "not a valid URL") {
+			t.Fatalf("dropped = %d; want the push refused with the reason logged:\n%s", n.dropped.Load(), logs)
+		}
+		for _, s := range secrets[:3] {
+			if strings.Contains(logs.String(), s) {
+				t.Fatalf("log reveals %q:\n%s", s, logs)
+			}
+		}
+	})
+}
+
+// redact scrubs the URL's secrets even from an error text that quotes
+// them somewhere we did not expect.
+func TestNotifierRedact(t *testing.T) {
+	n, _ := testNotifier(t, "https://bob:pw-123@ntfy.example:8443/my-topic?auth=tk_abc#frag-x", fastNotify())
+	err := errors.New(`proxy said: no route to https://bob:pw-123@ntfy.example:8443/my-topic?auth=tk_abc#frag-x`)
+	got := n.redact(err)
+	for _, s := range []string{"bob", "pw-123", "my-topic", "tk_abc", "frag-x"} {
+		if strings.Contains(got, s) {
+			t.Fatalf("redact left %q in %q", s, got)
+		}
+	}
+	if !strings.Contains(got, "ntfy.example:8443") {
+		t.Fatalf("redact removed the host too: %q", got)
+	}
+}
+
+func TestNotifierHeaderEncoding(t *testing.T) {
+	r := newPushReceiver(t)
+	n, _ := testNotifier(t, r.ts.URL+"/topic", fastNotify())
+	title := "Approve Edit: «naïve» 日本語 ✓"
+	n.Send(t.Context(), pushMessage{Title: title, Body: "héllo\nwörld", ClickURL: "https://relay.example/approvals/ä 1"})
+	n.Send(t.Context(), pushMessage{Title: "evil\r\nX-Injected: 1", Body: "b"})
+	n.Send(t.Context(), pushMessage{Title: strings.Repeat("é", 200), Body: "b"}) // several encoded-words
+	closeNotifier(t, n)
+	got := r.pushes()
+	if len(got) != 3 {
+		t.Fatalf("receiver got %d POSTs, want 3", len(got))
+	}
+	var dec mime.WordDecoder
+	for i, want := range []string{title, "evil  X-Injected: 1", strings.Repeat("é", notifyTitleRunes-1) + "…"} {
+		raw := got[i].header.Get("Title")
+		for _, c := range []byte(raw) {
+			if c < ' ' || c > '~' {
+				t.Fatalf("push %d Title %q is not plain ASCII", i, raw)
+			}
+		}
+		// What ntfy does with it (server/util.go maybeDecodeHeader).
+		if d, err := dec.DecodeHeader(raw); err != nil || d != want {
+			t.Errorf("push %d Title %q decodes to %q (%v), want %q", i, raw, d, err, want)
+		}
+	}
+	if got[1].header.Get("X-Injected") != "" {
+		t.Fatal("a newline in the title injected a header")
+	}
+	if got[0].body != "héllo\nwörld" {
+		t.Errorf("body %q, want the UTF-8 text as is", got[0].body)
+	}
+	if c := got[0].header.Get("Click"); c != "https://relay.example/approvals/%C3%A4%201" {
+		t.Errorf("Click %q, want the URL percent-encoded", c)
+	}
+}
+
+func TestNotifierClipsLongTexts(t *testing.T) {
+	m := clipPush(pushMessage{Title: strings.Repeat("t", 150), Body: strings.Repeat("ü", 500) + "\xff"})
+	if n := utf8.RuneCountInString(m.Title); n != notifyTitleRunes || !strings.HasSuffix(m.Title, "…") {
+		t.Errorf("title has %d runes (%q…), want %d ending in an ellipsis", n, m.Title[:10], notifyTitleRunes)
+	}
+	if n := utf8.RuneCountInString(m.Body); n != notifyBodyRunes || !utf8.ValidString(m.Body) {
+		t.Errorf("body has %d runes (valid UTF-8: %v), want %d", n, utf8.ValidString(m.Body), notifyBodyRunes)
+	}
+	short := pushMessage{Title: "Approve Bash", Body: "ls -la"}
+	if clipPush(short) != short {
+		t.Errorf("clipPush changed a short message: %+v", clipPush(short))
+	}
+	if got := clipPush(pushMessage{Title: "bad \xff byte"}).Title; got != "bad \uFFFD byte" {
+		t.Errorf("invalid UTF-8 title became %q", got)
+	}
+}
+
+// A server without serve.notify_url holds a nil or URL-less notifier:
+// Send and Close do nothing and cost nothing.
+func TestNotifierDisabled(t *testing.T) {
+	var nilN *notifier
+	nilN.Send(t.Context(), pushMessage{Title: "x"})
+	if err := nilN.Close(t.Context()); err != nil {
+		t.Fatalf("Close of a nil notifier: %v", err)
+	}
+	d := newNotifier("", nil) // the production constructor; a nil logger is fine
+	d.Send(t.Context(), pushMessage{Title: "x"})
+	if err := d.Close(t.Context()); err != nil || d.dropped.Load() != 0 {
+		t.Fatalf("URL-less notifier: Close %v, dropped %d", err, d.dropped.Load())
+	}
+	n, logs := testNotifier(t, "", notifyOptions{})
+	n.Send(t.Context(), pushMessage{Title: "x"})
+	closeNotifier(t, n)
+	if n.dropped.Load() != 0 || n.sent.Load() != 0 || logs.String() != "" {
+		t.Fatalf("URL-less notifier did something: dropped %d sent %d logs %q", n.dropped.Load(), n.sent.Load(), logs)
+	}
+}
+
+// Send returns while the receiver still hangs: ingestion never waits for a
+// push.
+func TestNotifierSendDoesNotWaitForDelivery(t *testing.T) {
+	r := newPushReceiver(t)
+	r.block = make(chan struct{})
+	n, _ := testNotifier(t, r.ts.URL+"/topic", fastNotify())
+	n.Send(t.Context(), pushMessage{Title: "a"}) // returns although the receiver hangs
+	poll.Until(t, notifyPatience, "the push to reach the receiver", func() bool { return len(r.pushes()) == 1 })
+	close(r.block)
+	closeNotifier(t, n)
+	if n.sent.Load() != 1 {
+		t.Fatalf("sent = %d, want 1", n.sent.Load())
+	}
+}

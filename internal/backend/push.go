@@ -1,0 +1,154 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/claude-relay/claude-relay/internal/logging"
+	"github.com/claude-relay/claude-relay/internal/store"
+	relaywire "github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// pusher sends pushes (notify.go's notifier); tests put a fake in.
+type pusher interface {
+	Send(ctx context.Context, m pushMessage)
+	Close(ctx context.Context) error
+}
+
+// pushQueue bounds the approvals waiting for pushLoop. Ingestion never
+// waits for a push: past this, pushes are dropped and logged.
+const pushQueue = 256
+
+// maxPushTitle bounds the approval title a push quotes, in runes.
+const maxPushTitle = 120
+
+// startPushes makes every new pending approval a push through p.
+func (s *Server) startPushes(p pusher) {
+	s.push = p
+	s.pushes = make(chan string, pushQueue)
+	s.bg.Add(1)
+	go s.pushLoop()
+}
+
+// queuePushes hands the new relay.approval_requested events among evs
+// (those res says were stored now, not duplicates) to pushLoop. Called
+// after Append returned, so the approval is committed when the loop reads
+// it.
+func (s *Server) queuePushes(evs []store.Event, res []store.AppendResult) {
+	if s.pushes == nil {
+		return
+	}
+	for i, ev := range evs {
+		if ev.EventType != relaywire.TypeApprovalRequested || i >= len(res) || res[i].Duplicate {
+			continue
+		}
+		var req struct {
+			ApprovalID string `json:"approval_id"`
+		}
+		if json.Unmarshal(ev.EventData, &req) != nil || req.ApprovalID == "" {
+			continue
+		}
+		select {
+		case s.pushes <- req.ApprovalID:
+		default:
+			s.throttled(&s.lastPushDropLog, func() {
+				s.log.Warn("backend: too many approvals waiting for their push; dropping pushes", "queue", pushQueue)
+			})
+		}
+	}
+}
+
+// pushLoop sends the queued approvals' pushes until the server stops.
+func (s *Server) pushLoop() {
+	defer s.bg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case id := <-s.pushes:
+			s.pushOne(s.ctx, id)
+		}
+	}
+}
+
+// pushOne sends approval id's push when this process wins its claim (so
+// replicas sharing the database push it once) and it still waits.
+func (s *Server) pushOne(ctx context.Context, id string) {
+	won, err := s.store.ClaimNotify(ctx, id)
+	if err != nil {
+		s.log.Warn("backend: cannot claim an approval's push; not sending it", "approval", id, "err", err)
+		return
+	}
+	if !won {
+		s.log.Debug("backend: another process sends this approval's push", "approval", id)
+		return
+	}
+	a, err := s.store.Approval(ctx, id)
+	if err != nil {
+		s.log.Warn("backend: cannot read an approval for its push; not sending it", "approval", id, "err", err)
+		return
+	}
+	if a.State != store.ApprovalPending {
+		return // answered already: nothing to call anyone for
+	}
+	project := ""
+	if sess, err := s.store.Session(ctx, a.SessionID); err == nil && sess.Project != "" {
+		project = path.Base(sess.Project)
+	}
+	s.push.Send(ctx, s.pushFor(a, project))
+}
+
+// pushFor is the push of a pending approval: who asks what, in which
+// project, and a link to it. Never the tool's input beyond the short
+// title, and never a token (redacted from the title in case a command
+// carries one).
+func (s *Server) pushFor(a store.Approval, project string) pushMessage {
+	var m pushMessage
+	switch a.Kind {
+	case relaywire.ApprovalQuestion:
+		m.Title = "Claude asks a question"
+	case relaywire.ApprovalPlan:
+		m.Title = "Claude has a plan to approve"
+	default:
+		m.Title = "Claude wants to run " + orDash(a.ToolName)
+	}
+	m.Body = s.shortTitle(a.Title)
+	if project != "" {
+		if m.Body != "" {
+			m.Body += "\n"
+		}
+		m.Body += "in " + project
+	}
+	if s.publicURL != "" {
+		m.ClickURL = s.publicURL + "/approvals#" + (&url.URL{Fragment: a.ApprovalID}).EscapedFragment()
+	}
+	return m
+}
+
+// secretShapes are token-looking words a command line may carry: ours,
+// Anthropic keys, and Bearer credentials.
+var secretShapes = regexp.MustCompile(`crly_[A-Za-z0-9_-]+|sk-[A-Za-z0-9_-]{12,}|(?i:bearer\s+)[^\s'"]+`)
+
+// shortTitle is an approval's title on one line, without secrets, cut to
+// maxPushTitle runes.
+func (s *Server) shortTitle(title string) string {
+	title = strings.Join(strings.Fields(title), " ")
+	var known []string
+	for _, t := range s.serveTokens() {
+		known = append(known, t.Token.Reveal())
+	}
+	for _, t := range s.tokens() {
+		known = append(known, t.Reveal())
+	}
+	title = logging.Redact(title, known)
+	title = secretShapes.ReplaceAllString(title, "***")
+	if utf8.RuneCountInString(title) > maxPushTitle {
+		title = string([]rune(title)[:maxPushTitle-1]) + "…"
+	}
+	return title
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/claude-relay/claude-relay/extension"
+	"github.com/claude-relay/claude-relay/internal/testkit/browser"
+	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
+)
+
+// envScreenshots names a directory for pictures of the dashboard: the
+// approvals page is saved there as approvals.png, and copied into
+// docs/screenshots for the README.
+const envScreenshots = "CLAUDE_RELAY_SCREENSHOTS"
+
+// TestApprovalFromTheDashboard is issue 17 end to end: the real CLI (on
+// the scripted API) asks to run a Bash command in a run the extension
+// helper started with approvals on; `serve` knows the approval is pending;
+// the dashboard, logged in with an approve-scoped token in real Chromium,
+// shows the full command; a click on Allow reaches the helper through the
+// backend, the command runs and the run completes. Nobody answers on the
+// extension's side.
+func TestApprovalFromTheDashboard(t *testing.T) {
+	t.Parallel()
+	cli := realcli.RealCLI(t)
+	cwd := trustedDir(t, cli)
+	const command = "echo remote-ok > marker"
+	api := mockapi.New(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": command, "description": "Leave a marker"}),
+		mockapi.TextTurn("marker left"),
+	})
+
+	// serve on the helper's data dir, with a token that may approve. The
+	// helper posts with the data dir's own token, which may not.
+	const approveToken = "approve-token-for-the-browser-7c1d2e"
+	scoped, _ := json.Marshal([]map[string]any{{"token": approveToken, "name": "browser", "scopes": []string{"approve"}}})
+	url := startServe(t, []string{"HOME=" + cli.Home, "PATH=" + os.Getenv("PATH"), "CLAUDE_RELAY_SERVE_TOKENS=" + string(scoped)}, cli.Home, "")
+
+	p := startExtension(t, cwd, helperEnv(t, cli, api))
+	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
+	if ready.Backend != url {
+		t.Fatalf("the helper posts to %q, not to serve at %q", ready.Backend, url)
+	}
+	tab := browser.New(t, browser.Options{Width: 1280, Height: 800, Timeout: 4 * time.Minute})
+	ctx := tab.Ctx
+	abMust(t, chromedp.Do(ctx,
+		chromedp.Navigate(url+"/login?next=/approvals"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), approveToken),
+		chromedp.Click(chromedp.ID("login")),
+	))
+	abWaitJS(t, ctx, `location.pathname === "/approvals" && document.body.dataset.pendingApprovals === "0"`, 30*time.Second)
+	who, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('who').textContent`))
+	if err != nil || !strings.Contains(who, "approve") {
+		t.Errorf("the page does not say this login may approve: %q (%v)", who, err)
+	}
+
+	p.prompt("remote", "sess-remote", "leave a marker", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
+	req := p.waitEvent(extension.EventApprovalRequested, "remote")
+	card := `.approval[data-approval-id=` + abJSString(req.ApprovalID) + `]`
+	abWaitJS(t, ctx, `!!document.querySelector(`+abJSString(card)+`)`, 30*time.Second)
+	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(`+abJSString(card+` .a-cmd`)+`).textContent`))
+	if err != nil || shown != command {
+		t.Errorf("the card shows the command %q (%v), want %q", shown, err, command)
+	}
+	if title, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`)); !strings.HasPrefix(title, "(1) ") {
+		t.Errorf("tab title %q lacks the pending count", title)
+	}
+	if dir := os.Getenv(envScreenshots); dir != "" {
+		abScreenshot(t, ctx, dir)
+	}
+
+	abMust(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(card+` button[data-decision="allow"]`))))
+	end := p.waitEnd("remote")
+	if end.Event != extension.EventRunCompleted || end.Result.Stdout != "marker left" {
+		t.Fatalf("the run ended with %s %+v, want run_completed", end.Event, end.Result)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "marker")); err != nil || strings.TrimSpace(string(b)) != "remote-ok" {
+		t.Errorf("the allowed command did not run: marker %q (%v)", b, err)
+	}
+	// The page lets go of the approval and lists it as allowed from here.
+	item := `#resolved li[data-approval-id=` + abJSString(req.ApprovalID) + `]`
+	abWaitJS(t, ctx, `!document.querySelector(`+abJSString(card)+`) && !!document.querySelector(`+abJSString(item)+`)`, 30*time.Second)
+	outcome, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(`+abJSString(item+` .r-outcome`)+`).textContent`))
+	if err != nil || !strings.HasPrefix(outcome, "Allowed by ") || !strings.Contains(outcome, "browser") {
+		t.Errorf("resolved as %q (%v), want allowed by the browser's token", outcome, err)
+	}
+	if n := p.count(func(ev extension.Event) bool { return ev.Event == extension.EventError }); n != 0 {
+		t.Errorf("%d error events:\n%s", n, p.dump())
+	}
+	if e := tab.Exceptions(); len(e) > 0 {
+		t.Errorf("uncaught exceptions in the page: %q", e)
+	}
+	p.shutdownOK()
+}
+
+// abScreenshot saves the approvals page at 1280x800 in dir and in
+// docs/screenshots.
+func abScreenshot(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
+	abMust(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	abMust(t, err)
+	for _, d := range []string{dir, filepath.Join("..", "..", "docs", "screenshots")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatalf("screenshot directory: %v", err)
+		}
+		p := filepath.Join(d, "approvals.png")
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatalf("saving the screenshot: %v", err)
+		}
+		t.Logf("approvals page: %s", p)
+	}
+}
+
+// abWaitJS waits until expr is true in the page. It evaluates in a loop
+// rather than with chromedp.Poll, because a navigation (a form submit)
+// destroys the page's context under a running poll.
+func abWaitJS(t *testing.T, ctx context.Context, expr string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("waiting %v for %s: last error %v", d, expr, lastErr)
+}
+
+func abMust(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func abJSString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -132,6 +132,12 @@ func result(conv string) ev {
 
 const xss = `<img src=x onerror=alert(1)>`
 
+// mdXSS is assistant text that Markdown rendering must keep inert: a
+// javascript: link, inline HTML with a handler, an image whose destination
+// tries to break out of its attribute, and an entity-split javascript: URL.
+const mdXSS = "See [the docs](javascript:window.__pwned=1) and <img src=x onerror=window.__pwned=1> " +
+	"![x](x\" onerror=\"window.__pwned=1) <a href=\"jav&#x09;ascript:window.__pwned=1\">x</a> [ok](https://example.com/ok)"
+
 func TestDashboardInBrowser(t *testing.T) {
 	s := newSite(t, memstore.New())
 	const conv = "9b2f6c1e-4a57-4a43-9c1d-1c1a7e0e5a10"
@@ -153,7 +159,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		assistant(conv, toolUse("toolu_fetch", "WebFetch", map[string]any{"url": "https://example.com/doc"})),
 		assistant(conv, toolUse("toolu_todo", "TodoWrite", map[string]any{"todos": []any{}})),
 		assistant(conv, text(xss)),
+		assistant(conv, text(mdXSS)),
 		ev{"relay.stderr", "relay", map[string]any{"text": "warning: config file is world-readable"}},
+		ev{"relay.stderr", "relay", map[string]any{"line": "Error: the MCP server failed to start"}},
 		ev{"relay.limit_notice", "relay", map[string]any{"text": "5-hour limit reached ∙ resets 3pm"}},
 		result(conv),
 		ev{"relay.run_completed", "relay", map[string]any{"result": map[string]any{"stdout": "", "stderr": "", "exitCode": 0, "duration_ms": 84000}}},
@@ -204,15 +212,15 @@ func TestDashboardInBrowser(t *testing.T) {
 		if strings.Join(kinds, ",") != "execute,execute,read,edit,edit,search,search,fetch,other" {
 			t.Errorf("tool kinds %v", kinds)
 		}
-		// The Bash output is folded under its call and shown.
-		sel := chromedp.CSS(`.entry.tool[data-tool-use-id="toolu_bash"] .result pre`)
-		must(t, chromedp.Do(ctx, chromedp.WaitVisible(sel)))
-		out, err := chromedp.Run(ctx, chromedp.Text(sel))
+		// The Bash output is folded under its call: there, collapsed.
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+			`(() => { const d = document.querySelector('.entry.tool[data-tool-use-id="toolu_bash"] details.result');
+			  return d ? (d.open ? 'open: ' : '') + d.querySelector('pre').textContent : 'none'; })()`))
 		if err != nil || out != "hello-from-bash" {
-			t.Errorf("bash output %q (%v)", out, err)
+			t.Errorf("bash output %q (%v), want it folded under its call", out, err)
 		}
-		// An error result is marked as one.
-		must(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`.entry.tool[data-tool-use-id="toolu_long"] .result.error`))))
+		// An error result is marked as one, and expanded.
+		must(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`.entry.tool[data-tool-use-id="toolu_long"] .result.error pre`))))
 	})
 
 	t.Run("event text is never HTML", func(t *testing.T) {
@@ -240,20 +248,40 @@ func TestDashboardInBrowser(t *testing.T) {
 		if d := tab.Dialogs(); len(d) > 0 {
 			t.Errorf("the page opened dialogs: %q", d)
 		}
+		// Rendered as Markdown, the same text keeps nothing that runs.
+		waitJS(t, ctx, `Array.from(document.querySelectorAll('.entry.assistant .md a')).some(a => a.textContent === 'ok')`, 10*time.Second)
+		bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+			const out = window.__pwned === undefined ? [] : ['window.__pwned is set'];
+			for (const n of document.querySelectorAll('#timeline *')) for (const a of n.attributes) {
+				if (/^on/i.test(a.name) || (/^(href|src)$/.test(a.name) && /^\s*javascript:/i.test(a.value))) out.push(n.localName + ' ' + a.name + '=' + a.value);
+			}
+			return out; })()`))
+		if err != nil || len(bad) > 0 {
+			t.Errorf("unsafe DOM after Markdown: %q (%v)", bad, err)
+		}
+		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.entry.assistant .md')).map(e => e.textContent).join('|')`))
+		if err != nil || !strings.Contains(text, "<img src=x onerror=window.__pwned=1>") || !strings.Contains(text, "See the docs and") {
+			t.Errorf("markdown text %q (%v): the raw HTML should show as text, the unsafe link as its text", text, err)
+		}
 	})
 
 	t.Run("errors, limits and resume", func(t *testing.T) {
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('.entry.error').length`))
-		if err != nil || n < 1 {
-			t.Errorf("%d error entries (%v), want the stderr one", n, err)
+		errs, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.entry.error .text')).map(e => e.textContent).join('|')`))
+		if err != nil || !strings.Contains(errs, "MCP server failed") {
+			t.Errorf("error entries %q (%v), want the stderr error", errs, err)
+		}
+		// A stderr line that is no error is protocol chatter: hidden.
+		all, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('timeline').textContent`))
+		if err != nil || strings.Contains(all, "world-readable") {
+			t.Errorf("a stderr warning is shown in the conversation (%v)", err)
 		}
 		warn, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.entry.warn .text')).map(e => e.textContent).join('|')`))
 		if err != nil || !strings.Contains(warn, "5-hour limit") {
 			t.Errorf("limit notice %q (%v)", warn, err)
 		}
-		// The follow-up lands in this session (--session), on this
-		// conversation (--resume).
-		resumeCmd := "claude-relay run --session demo --resume " + conv + " 'next prompt'"
+		// The follow-up lands in this session (--session), in the
+		// conversation's directory (--cwd), on this conversation (--resume).
+		resumeCmd := "claude-relay run --session demo --cwd /work/project --resume " + conv + " 'next prompt'"
 		waitJS(t, ctx, `document.getElementById('resume-cmd').textContent === `+jsString(resumeCmd), 10*time.Second)
 		status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("s-status")))
 		if err != nil || status != "completed" {

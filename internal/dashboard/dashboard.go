@@ -2,8 +2,10 @@
 // and a live session timeline, plain HTML, CSS and JavaScript embedded in the
 // binary (no build step). The pages read the backend's JSON API and SSE
 // streams with the login cookie; every piece of event content is inserted
-// with textContent, never as HTML, and a strict Content-Security-Policy
-// forbids inline scripts as a second line of defence.
+// with textContent, never as HTML, except the assistant's Markdown, which
+// the server renders and sanitises (internal/markdown) and the page checks
+// again; a strict Content-Security-Policy forbids inline scripts and
+// styles as a further line of defence.
 //
 // The package serves files and the login form only; authentication and the
 // API are package backend's.

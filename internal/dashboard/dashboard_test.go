@@ -49,8 +49,13 @@ func TestPagesAndAssets(t *testing.T) {
 
 // No script may put data into the page as HTML: the XSS guarantee rests on
 // every insertion being textContent (the CSP is the second line).
+// TestScriptsNeverInsertHTML: event content reaches the pages as text; the
+// one HTML sink is the assistant's Markdown, rendered and sanitised on the
+// server (internal/markdown), parsed inertly and checked again by
+// session-view.js's setMarkdown. Any other sink fails here.
 func TestScriptsNeverInsertHTML(t *testing.T) {
-	bad := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function`)
+	bad := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function|parseFromString|createContextualFragment`)
+	allowed := map[string]int{"session-view.js:parseFromString": 1}
 	for name, f := range files {
 		if !strings.HasSuffix(name, ".js") {
 			continue
@@ -59,9 +64,15 @@ func TestScriptsNeverInsertHTML(t *testing.T) {
 			if strings.HasPrefix(strings.TrimSpace(line), "//") {
 				continue
 			}
-			if bad.MatchString(line) {
-				t.Errorf("%s:%d uses an HTML sink: %s", name, i+1, strings.TrimSpace(line))
+			m := bad.FindString(line)
+			if m == "" {
+				continue
 			}
+			if key := name + ":" + m; allowed[key] > 0 {
+				allowed[key]--
+				continue
+			}
+			t.Errorf("%s:%d uses an HTML sink: %s", name, i+1, strings.TrimSpace(line))
 		}
 	}
 }

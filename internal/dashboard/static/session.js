@@ -1,431 +1,459 @@
-// Session timeline. History is fetched in pages and folded into "entries"
-// (plain objects); only a window of the newest entries becomes DOM, built a
-// chunk per animation frame, so a 10k-event session never blocks the page.
-// New events arrive over SSE and are appended the same way.
+// The session page: a conversation. History is fetched in pages and folded
+// by the model (session-model.js) into entries; only a window of them
+// becomes DOM (session-view.js), built a chunk per animation frame from
+// the newest up, so a 10,000-event session shows its last screen at once
+// and never blocks the page. New events arrive over SSE and are appended
+// the same way. The assistant's text is shown escaped until the server's
+// Markdown rendering of the window arrives.
 //
-// Safety: event content only ever reaches the page through textContent (via
-// CR.el) or input.value; nothing here assigns innerHTML.
+// The window is [first, end) of the current list: the conversation, or
+// every event as a raw card ("Show all events"). It follows the tail while
+// the newest entry is in it; a permalink (#c<cursor>, or #approval-<id> from
+// the approvals page) opens a window around its event instead, and "Jump to
+// latest" goes back to the tail.
 'use strict';
 
 (function () {
   const C = window.CR;
-  const el = C.el;
+  const M = window.CRModel;
+  const V = window.CRView;
 
-  const PAGE = 500;        // events per history request
-  const WINDOW = 300;      // entries rendered at first, and per "Load older"
-  const CHUNK = 60;        // entries turned into DOM per frame
-  const MAX_TEXT = 20000;  // characters shown before a "Show all" button
+  const PAGE = 1000;          // events per history request (the API's maximum)
+  const WINDOW = 300;         // entries rendered at first, and per "Load older/newer"
+  const CHUNK = 60;           // entries turned into DOM per frame
   const SUMMARY_EVERY = 1000; // ms between summary refreshes while live
+  const MD_BATCH = 200;       // cursors per Markdown request (the API's maximum)
+  const MD_MAX = 65536;       // longer text stays plain (folded behind "Show all")
 
   const sessionID = decodeURIComponent(location.pathname.replace(/^\/sessions\//, ''));
   const api = '/api/sessions/' + encodeURIComponent(sessionID);
 
-  const timeline = document.getElementById('timeline');
-  const loading = document.getElementById('loading');
-  const empty = document.getElementById('empty');
-  const olderBar = document.getElementById('older-bar');
-  const olderCount = document.getElementById('older-count');
-  const olderBtn = document.getElementById('load-older');
+  const $ = (id) => document.getElementById(id);
+  const timeline = $('timeline');
+  const loading = $('loading');
+  const empty = $('empty');
+  const olderBar = $('older-bar');
+  const newerBar = $('newer-bar');
+  const showAllBtn = $('show-all');
+  const jumpBtn = $('jump-end');
 
-  const entries = [];          // every entry, oldest first
-  const calls = new Map();     // tool_use_id -> tool entry
-  let lastCursor = 0;          // highest cursor folded in
-  let first = 0, end = 0;      // entries[first, end) are in the DOM
+  let session = null;
+  let showAll = false;       // the raw view
+  let first = 0, end = 0;    // list()[first, end) are in the DOM
+  let following = true;      // the window ends at the newest entry and grows with it
   let historyDone = false;
   let frame = 0;
-  let session = null;
+  let busy = false;          // a window is being built over several frames
+  let gen = 0;               // bumped by reset: a window being built for an older one stops
+  let highlighted = null;
+  let wantApproval = '';     // #approval-<id> not in the session yet: shown when it arrives
 
-  document.getElementById('crumb').textContent = sessionID;
+  $('crumb').textContent = sessionID;
   document.title = 'claude-relay: ' + sessionID;
 
-  // ---- tools (titles and kinds as seed 004's extract_tool_info) ----
+  // ctx is what the view asks of the page.
+  const ctx = {
+    owns(en) { return en.type === 'raw' || model.byCursor.get(en.cursor) === en; },
+    live(t) { return t === model.turn && !!session && session.status === 'running'; },
+    over() { return !!session && session.status !== 'running' && session.status !== 'unknown'; },
+    wantMarkdown(en) { md.want(en); },
+  };
 
-  function str(v) { return typeof v === 'string' ? v : ''; }
-
-  function toolInfo(name, input) {
-    input = input && typeof input === 'object' ? input : {};
-    switch (name) {
-      case 'Read': return { kind: 'read', title: 'Read ' + (str(input.file_path) || 'file') };
-      case 'Edit': return { kind: 'edit', title: 'Edit ' + (str(input.file_path) || 'file') };
-      case 'Write': return { kind: 'edit', title: 'Write ' + (str(input.file_path) || 'file') };
-      case 'Bash': {
-        if (typeof input.description === 'string') return { kind: 'execute', title: input.description };
-        return { kind: 'execute', title: 'Run: ' + Array.from(str(input.command)).slice(0, 50).join('') };
+  const model = new M.Model({
+    changed(en) { if (en.node) V.update(en, ctx); },
+    added(parent, child) { V.added(parent, child, ctx); },
+    moved(en, from) {
+      if (showAll) return;
+      if (from < end) {
+        end--;
+        if (from < first) first--;
       }
-      case 'Grep':
-      case 'Glob': return { kind: 'search', title: 'Search: ' + str(input.pattern) };
-      case 'WebFetch': return { kind: 'fetch', title: 'Fetch ' + str(input.url) };
-      default: return { kind: 'other', title: String(name || 'tool') };
-    }
-  }
+      if (en.node && en.node.parentNode === timeline) en.node.remove();
+      schedule();
+    },
+  });
 
-  // resultText flattens a tool result's content: a string, or blocks.
-  function resultText(content) {
-    if (typeof content === 'string') return content;
-    if (Array.isArray(content)) {
-      return content.map((b) => (b && b.type === 'text' && typeof b.text === 'string') ? b.text : JSON.stringify(b)).join('\n');
-    }
-    if (content === undefined || content === null) return '';
-    return JSON.stringify(content, null, 2);
-  }
+  function list() { return showAll ? model.raw : model.conv; }
 
-  // hookResponseText renders a PostToolUse hook's tool_response.
-  function hookResponseText(r) {
-    if (typeof r === 'string') return r;
-    if (r && typeof r === 'object') {
-      const parts = [];
-      if (typeof r.stdout === 'string' && r.stdout) parts.push(r.stdout);
-      if (typeof r.stderr === 'string' && r.stderr) parts.push(r.stderr);
-      if (parts.length) return parts.join('\n');
-    }
-    return resultText(r);
-  }
+  // ---- Markdown: fetched for what is rendered ----
 
-  // ---- folding events into entries ----
-
-  function add(en) { entries.push(en); return en; }
-
-  function notice(ev, label, text, cls, data) {
-    return add({ type: 'notice', label, text, cls: cls || 'minor', time: ev.timestamp, data });
-  }
-
-  function toolCall(ev, id, name, input) {
-    if (id && calls.has(id)) return calls.get(id); // hook and transcript both report it
-    const en = add({ type: 'tool', id, name, input, info: toolInfo(name, input), results: [], time: ev.timestamp, cls: 'tool' });
-    if (id) calls.set(id, en);
-    return en;
-  }
-
-  function toolResult(ev, id, text, isError) {
-    const r = { text, isError: !!isError, time: ev.timestamp };
-    const call = id ? calls.get(id) : null;
-    if (!call) {
-      notice(ev, isError ? 'tool error' : 'tool result', text, isError ? 'error' : 'minor');
-      return;
-    }
-    if (call.results.length && call.results[call.results.length - 1].text === text) return; // hook + transcript
-    call.results.push(r);
-    if (call.node) {
-      call.node._results.appendChild(renderResult(r));
-      updateToolState(call);
-    }
-  }
-
-  function fromMessage(ev, d, role) {
-    const msg = d.message && typeof d.message === 'object' ? d.message : {};
-    const content = msg.content;
-    if (typeof content === 'string') {
-      if (content.trim()) add({ type: 'text', label: role, text: content, cls: role, time: ev.timestamp });
-      return;
-    }
-    if (!Array.isArray(content)) return;
-    for (const b of content) {
-      if (!b || typeof b !== 'object') continue;
-      switch (b.type) {
-        case 'text':
-          if (str(b.text).trim()) add({ type: 'text', label: role, text: b.text, cls: role, time: ev.timestamp });
-          break;
-        case 'thinking':
-          add({ type: 'thinking', label: 'thinking', text: str(b.thinking), cls: 'thinking', time: ev.timestamp });
-          break;
-        case 'redacted_thinking':
-          add({ type: 'thinking', label: 'thinking', text: '(redacted)', cls: 'thinking', time: ev.timestamp });
-          break;
-        case 'tool_use':
-        case 'server_tool_use':
-        case 'mcp_tool_use':
-          toolCall(ev, str(b.id), str(b.name), b.input);
-          break;
-        case 'tool_result':
-          toolResult(ev, str(b.tool_use_id), resultText(b.content), b.is_error);
-          break;
-        default:
-          break; // images and the like: not shown
-      }
-    }
-    if (role === 'assistant' && typeof d.error === 'string' && d.error) {
-      notice(ev, 'error', d.error, 'error', d);
-    }
-  }
-
-  function fromResult(ev, d) {
-    const subtype = str(d.subtype);
-    const isError = d.is_error === true || subtype.startsWith('error');
-    const parts = [];
-    if (subtype) parts.push(subtype);
-    if (typeof d.num_turns === 'number') parts.push(d.num_turns + ' turns');
-    if (typeof d.duration_ms === 'number') parts.push(C.fmtDuration(d.duration_ms));
-    if (typeof d.total_cost_usd === 'number') parts.push(C.fmtCost(d.total_cost_usd));
-    add({
-      type: 'result', label: isError ? 'result: error' : 'result', text: str(d.result),
-      summary: parts.join(' · '), usage: d.usage, cls: isError ? 'error' : 'result-entry', time: ev.timestamp,
-    });
-  }
-
-  // pickText finds the human-readable part of a relay or unknown event.
-  function pickText(d) {
-    for (const k of ['text', 'message', 'error', 'line', 'stderr', 'reason']) {
-      if (typeof d[k] === 'string' && d[k]) return d[k];
-    }
-    if (d.result && typeof d.result === 'object' && typeof d.result.stderr === 'string') return d.result.stderr;
-    return '';
-  }
-
-  function fromRelay(ev, d, name) {
-    switch (name) {
-      case 'run_started':
-        return notice(ev, 'run started', pickText(d), 'minor', d);
-      case 'run_completed': {
-        const r = d.result && typeof d.result === 'object' ? d.result : d;
-        const code = typeof r.exitCode === 'number' ? r.exitCode : null;
-        const bad = code !== null && code !== 0;
-        let text = 'Run completed' + (code !== null ? ' · exit ' + code : '');
-        if (typeof r.duration_ms === 'number') text += ' · ' + C.fmtDuration(r.duration_ms);
-        if (bad && str(r.stderr)) text += '\n' + r.stderr;
-        return notice(ev, 'run completed', text, bad ? 'error' : 'minor', d);
-      }
-      case 'run_failed':
-        return notice(ev, 'run failed', pickText(d) || 'The run failed.', 'error', d);
-      case 'run_cancelled':
-        return notice(ev, 'run cancelled', pickText(d) || 'The run was cancelled.', 'warn', d);
-      case 'stderr':
-        return notice(ev, 'stderr', pickText(d), 'error', d);
-      case 'limit_notice':
-        return notice(ev, 'limit', pickText(d) || 'Usage limit reached.', 'warn', d);
-      default:
-        return notice(ev, 'relay ' + name, pickText(d), /malformed|error|fail/i.test(name) ? 'error' : 'minor', d);
-    }
-  }
-
-  function fromHook(ev, d, name) {
-    switch (name) {
-      case 'PreToolUse':
-        toolCall(ev, str(d.tool_use_id), str(d.tool_name), d.tool_input);
-        return;
-      case 'PostToolUse': {
-        const r = d.tool_response;
-        const isError = !!(r && typeof r === 'object' && (r.is_error === true || r.interrupted === true));
-        toolResult(ev, str(d.tool_use_id), hookResponseText(r), isError);
-        return;
-      }
-      case 'Notification':
-        notice(ev, 'notification', str(d.message), 'warn', d);
-        return;
-      case 'UserPromptSubmit':
-        notice(ev, 'prompt submitted', str(d.prompt), 'minor', d);
-        return;
-      default:
-        notice(ev, 'hook ' + name, '', 'minor', d);
-    }
-  }
-
-  // ingest folds one event (envelope + cursor) into entries.
-  function ingest(ev) {
-    if (!ev || typeof ev.cursor !== 'number' || ev.cursor <= lastCursor) return;
-    lastCursor = ev.cursor;
-    const d = ev.event_data && typeof ev.event_data === 'object' ? ev.event_data : {};
-    const type = String(ev.event_type || '');
-    if (type.startsWith('relay.')) return fromRelay(ev, d, type.slice(6));
-    if (type.startsWith('hook.')) return fromHook(ev, d, type.slice(5));
-    const base = type.startsWith('transcript.') ? type.slice(11) : type;
-    switch (base) {
-      case 'assistant': return fromMessage(ev, d, 'assistant');
-      case 'user': return fromMessage(ev, d, 'user');
-      case 'result': return fromResult(ev, d);
-      case 'system':
-        if (d.subtype === 'init') {
-          const bits = ['Session started'];
-          if (str(d.model)) bits.push('model ' + d.model);
-          if (str(d.cwd)) bits.push(d.cwd);
-          return notice(ev, 'system', bits.join(' · '), 'minor', d);
+  const md = {
+    cache: new Map(),   // cursor -> HTML of each text block
+    waiting: new Map(), // cursor -> entries waiting for it
+    queue: new Set(),
+    inflight: new Set(),
+    timer: 0,
+    pending: 0,
+    want(en) {
+      if (en.html !== undefined || en.text.length > MD_MAX) return;
+      const c = en.cursor;
+      const got = this.cache.get(c);
+      if (got) return this.apply(en, got);
+      let w = this.waiting.get(c);
+      if (!w) { w = []; this.waiting.set(c, w); }
+      if (!w.includes(en)) w.push(en);
+      if (!this.inflight.has(c)) this.queue.add(c);
+      if (!this.timer) this.timer = setTimeout(() => this.send(), 20);
+    },
+    apply(en, htmls) {
+      const h = htmls[en.block];
+      en.html = typeof h === 'string' && h ? h : null;
+      if (en.html) V.markdown(en);
+    },
+    async send() {
+      this.timer = 0;
+      const cursors = Array.from(this.queue).slice(0, MD_BATCH);
+      if (!cursors.length) return;
+      for (const c of cursors) { this.queue.delete(c); this.inflight.add(c); }
+      if (this.queue.size) this.timer = setTimeout(() => this.send(), 0);
+      this.pending++;
+      document.body.dataset.markdown = 'loading';
+      let html = {};
+      try {
+        const res = await fetch(api + '/markdown?cursors=' + cursors.join(','), { credentials: 'same-origin' });
+        if (res.status === 401) return toLogin();
+        if (res.ok) {
+          const body = await res.json();
+          if (body && body.html && typeof body.html === 'object') html = body.html;
         }
-        return notice(ev, 'system ' + str(d.subtype), pickText(d), 'minor', d);
-      case 'stream_event':
-        return; // partial deltas; the full message follows
-      default:
-        if (/malformed|stderr|error/i.test(type) || d.type === 'malformed') {
-          return notice(ev, type, pickText(d) || JSON.stringify(d), 'error', d);
-        }
-        return notice(ev, type || 'event', pickText(d), 'minor', d);
-    }
-  }
-
-  // ---- rendering entries ----
-
-  function textBlock(cls, text) {
-    const div = el('div', cls);
-    text = String(text);
-    if (text.length <= MAX_TEXT) {
-      div.textContent = text;
-      return div;
-    }
-    div.textContent = text.slice(0, MAX_TEXT) + '…';
-    const more = el('button', null, 'Show all (' + text.length.toLocaleString() + ' characters)');
-    more.type = 'button';
-    more.addEventListener('click', () => { div.textContent = text; });
-    const wrap = el('div');
-    wrap.append(div, more);
-    return wrap;
-  }
-
-  function preBlock(text) {
-    const pre = el('pre');
-    text = String(text);
-    pre.textContent = text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) + '\n… (' + text.length.toLocaleString() + ' characters)' : text;
-    return pre;
-  }
-
-  // jsonDetails is a folded view of raw data, built only when opened.
-  function jsonDetails(label, data) {
-    const det = el('details');
-    det.appendChild(el('summary', null, label));
-    det.addEventListener('toggle', () => {
-      if (det.open && det.childNodes.length === 1) det.appendChild(preBlock(JSON.stringify(data, null, 2)));
-    });
-    return det;
-  }
-
-  function meta(label, time) {
-    const m = el('div', 'meta');
-    m.appendChild(el('span', 'kind', label));
-    const t = el('time', null, C.fmtClock(time));
-    if (time) t.dateTime = time;
-    m.appendChild(t);
-    return m;
-  }
-
-  function renderResult(r) {
-    const det = el('details', 'result' + (r.isError ? ' error' : ''));
-    const lines = r.text ? r.text.split('\n').length : 0;
-    det.appendChild(el('summary', null, (r.isError ? 'Error' : 'Output') + ' (' + lines + (lines === 1 ? ' line)' : ' lines)')));
-    det.appendChild(preBlock(r.text || '(no output)'));
-    det.open = r.isError || (lines <= 12 && r.text.length <= 2000);
-    return det;
-  }
-
-  function updateToolState(en) {
-    const st = en.node._state;
-    const last = en.results[en.results.length - 1];
-    if (!last) {
-      const over = session && session.status !== 'running' && session.status !== 'unknown';
-      st.textContent = over ? 'no result' : 'running…';
-      st.className = 'state';
-      return;
-    }
-    st.textContent = last.isError ? 'error' : 'done';
-    st.className = 'state' + (last.isError ? ' error' : '');
-  }
-
-  function renderTool(en, node) {
-    const head = el('div');
-    head.appendChild(el('span', 'badge', en.name || 'tool'));
-    head.appendChild(el('span', 'title', en.info.title));
-    const st = el('span', 'state');
-    head.appendChild(st);
-    node.appendChild(head);
-    node._state = st;
-    node.dataset.kind = en.info.kind;
-    node.dataset.toolUseId = en.id || '';
-    if (en.name === 'Bash' && en.input && typeof en.input.command === 'string') {
-      node.appendChild(preBlock('$ ' + en.input.command));
-    } else if (en.input !== undefined) {
-      node.appendChild(jsonDetails('Input', en.input));
-    }
-    const box = el('div', 'results');
-    for (const r of en.results) box.appendChild(renderResult(r));
-    node.appendChild(box);
-    node._results = box;
-  }
-
-  function render(en) {
-    if (en.node) return en.node;
-    const node = el('div', 'entry ' + en.cls);
-    switch (en.type) {
-      case 'text':
-        node.appendChild(meta(en.label, en.time));
-        node.appendChild(textBlock('text', en.text));
-        break;
-      case 'thinking': {
-        node.appendChild(meta('thinking', en.time));
-        const det = el('details');
-        det.appendChild(el('summary', null, en.text.split('\n')[0].slice(0, 120) || 'Thinking'));
-        det.appendChild(textBlock('text', en.text));
-        node.appendChild(det);
-        break;
+      } catch (_) { /* the text stays as it is, escaped */ }
+      for (const c of cursors) {
+        this.inflight.delete(c);
+        const h = Array.isArray(html[c]) ? html[c] : [];
+        this.cache.set(c, h);
+        const w = this.waiting.get(c) || [];
+        this.waiting.delete(c);
+        for (const en of w) this.apply(en, h);
       }
-      case 'tool':
-        node.appendChild(meta('tool · ' + en.info.kind, en.time));
-        renderTool(en, node);
-        break;
-      case 'result':
-        node.appendChild(meta(en.label, en.time));
-        if (en.summary) node.appendChild(el('div', 'usage', en.summary));
-        if (en.text) node.appendChild(textBlock('text', en.text));
-        if (en.usage && typeof en.usage === 'object') {
-          node.appendChild(el('div', 'usage', 'tokens: ' + C.tokensTitle(en.usage)));
-        }
-        break;
-      default:
-        node.appendChild(meta(en.label, en.time));
-        if (en.text) node.appendChild(textBlock('text', en.text));
-        if (en.data && Object.keys(en.data).length) node.appendChild(jsonDetails('Details', en.data));
-    }
-    en.node = node;
-    if (en.type === 'tool') updateToolState(en);
-    return node;
-  }
+      if (--this.pending === 0 && !this.timer) document.body.dataset.markdown = 'done';
+    },
+  };
+
+  // ---- the window ----
 
   function nearBottom() {
     const d = document.documentElement;
     return d.scrollHeight - (window.scrollY + window.innerHeight) < 120;
   }
 
+  function toBottom() { window.scrollTo(0, document.documentElement.scrollHeight); }
+
   function schedule() {
     if (!frame) frame = requestAnimationFrame(flush);
   }
 
-  // flush appends up to CHUNK pending entries and reschedules itself.
+  // flush appends new entries (a chunk per frame) while following the tail.
   function flush() {
     frame = 0;
-    if (!historyDone) return;
-    const stick = nearBottom();
-    const stop = Math.min(entries.length, end + CHUNK);
-    const frag = document.createDocumentFragment();
-    for (; end < stop; end++) frag.appendChild(render(entries[end]));
-    timeline.appendChild(frag);
-    if (stick) window.scrollTo(0, document.documentElement.scrollHeight);
-    if (end < entries.length) {
-      schedule();
-    } else {
-      document.body.dataset.state = 'ready';
+    if (!historyDone || busy) return;
+    const L = list();
+    if (following && end < L.length) {
+      const stick = nearBottom();
+      const stop = Math.min(L.length, end + CHUNK);
+      const frag = document.createDocumentFragment();
+      for (; end < stop; end++) frag.appendChild(V.render(L[end], ctx));
+      timeline.appendChild(frag);
+      if (stick) toBottom();
+      if (end < L.length) schedule();
     }
-    empty.hidden = entries.length > 0;
-    updateOlder();
+    bars();
   }
 
-  function updateOlder() {
+  function bars() {
+    const L = list();
     olderBar.hidden = first === 0;
-    olderCount.textContent = first > 0 ? first.toLocaleString() + ' older entries not shown' : '';
+    $('older-count').textContent = first > 0 ? first.toLocaleString() + ' older entries not shown' : '';
+    newerBar.hidden = following || end >= L.length;
+    $('newer-count').textContent = end < L.length ? (L.length - end).toLocaleString() + ' newer entries not shown' : '';
+    jumpBtn.hidden = following;
+    empty.hidden = L.length > 0;
   }
 
-  // loadOlder renders the previous WINDOW entries above, a chunk per frame,
-  // keeping the visible content where it is.
-  function loadOlder() {
-    const target = Math.max(0, first - WINDOW);
+  // reset empties the window. Entries keep their nodes: the next window
+  // reuses them (the model keeps even detached ones up to date).
+  function reset() {
+    gen++;
+    busy = false;
+    first = end = 0;
+    following = false;
+    timeline.replaceChildren();
+    highlight(null);
+  }
+
+  // prependTo renders list()[target, first) above the window a chunk per
+  // frame, keeping what is on screen where it is (or at the bottom when
+  // pinned), then calls done.
+  function prependTo(target, pinned, done) {
+    busy = true;
+    const L = list();
+    const g = gen;
     const step = () => {
+      if (g !== gen) return; // another window replaced this one
       const from = Math.max(target, first - CHUNK);
       const frag = document.createDocumentFragment();
-      for (let i = from; i < first; i++) frag.appendChild(render(entries[i]));
+      for (let i = from; i < first; i++) frag.appendChild(V.render(L[i], ctx));
       const before = document.documentElement.scrollHeight;
       timeline.insertBefore(frag, timeline.firstChild);
-      window.scrollBy(0, document.documentElement.scrollHeight - before);
+      if (pinned) toBottom();
+      else window.scrollBy(0, document.documentElement.scrollHeight - before);
       first = from;
-      updateOlder();
-      if (first > target) requestAnimationFrame(step);
+      bars();
+      firstScreen();
+      if (first > target) { requestAnimationFrame(step); return; }
+      busy = false;
+      if (done) done();
+      schedule();
     };
     step();
   }
-  olderBtn.addEventListener('click', loadOlder);
+
+  // openTail shows the newest WINDOW entries, bottom first.
+  function openTail(done) {
+    reset();
+    const L = list();
+    first = end = L.length;
+    following = true;
+    bars();
+    prependTo(Math.max(0, L.length - WINDOW), true, done);
+  }
+
+  // openAt shows a window around index i of the current list.
+  function openAt(i) {
+    reset();
+    const L = list();
+    first = Math.max(0, Math.min(i - 50, L.length - WINDOW));
+    end = first;
+    const stop = Math.min(L.length, first + WINDOW);
+    const frag = document.createDocumentFragment();
+    for (; end < stop; end++) frag.appendChild(V.render(L[end], ctx));
+    timeline.appendChild(frag);
+    following = end >= L.length;
+    bars();
+  }
+
+  function loadOlder() {
+    if (busy || first === 0) return;
+    prependTo(Math.max(0, first - WINDOW), false, null);
+  }
+
+  function loadNewer() {
+    const L = list();
+    const stop = Math.min(L.length, end + WINDOW);
+    const frag = document.createDocumentFragment();
+    for (; end < stop; end++) frag.appendChild(V.render(L[end], ctx));
+    timeline.appendChild(frag);
+    if (end >= L.length) following = true;
+    bars();
+  }
+
+  function jumpEnd() {
+    const done = () => { toBottom(); performance.mark('cr:end'); document.body.dataset.at = 'end'; };
+    if (following) { done(); return; }
+    openTail(done);
+  }
+
+  // firstScreen notes, once, that the page shows its first screen of
+  // events (performance marks: what the benchmark reads, and devtools show).
+  function firstScreen() {
+    if (document.body.dataset.screen) return;
+    document.body.dataset.screen = '1';
+    performance.mark('cr:first-screen');
+  }
+
+  // ready notes, once, that the first window is built.
+  function ready() {
+    if (document.body.dataset.state === 'ready') return;
+    firstScreen();
+    performance.mark('cr:ready');
+    document.body.dataset.state = 'ready';
+  }
+
+  $('load-older').addEventListener('click', loadOlder);
+  $('load-newer').addEventListener('click', loadNewer);
+  jumpBtn.addEventListener('click', jumpEnd);
+
+  // ---- permalinks ----
+
+  function rawIndex(cursor) {
+    const L = model.raw;
+    let lo = 0, hi = L.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (L[mid].cursor === cursor) return mid;
+      if (L[mid].cursor < cursor) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  function highlight(node) {
+    if (highlighted) highlighted.classList.remove('target');
+    highlighted = node;
+    if (node) node.classList.add('target');
+  }
+
+  function scrollTo(node) {
+    const bar = document.querySelector('.top');
+    const off = bar ? bar.getBoundingClientRect().bottom : 0;
+    window.scrollTo(0, window.scrollY + node.getBoundingClientRect().top - off - 8);
+  }
+
+  // goTo shows the card of the event at cursor and highlights it; an event
+  // the conversation hides is shown in the raw view. False: no such event.
+  function goTo(cursor) {
+    let en = showAll ? null : model.byCursor.get(cursor);
+    if (!en) {
+      const i = rawIndex(cursor);
+      if (i < 0) {
+        $('notice').textContent = 'No event #c' + cursor + ' in this session (it has ' + model.lastCursor.toLocaleString() + ' events); the link may belong to another session.';
+        $('notice').hidden = false;
+        return false;
+      }
+      if (!showAll) setView(true, -1);
+      en = model.raw[i];
+    }
+    const top = en.top || en;
+    if (top.idx < first || top.idx >= end) openAt(top.idx);
+    const node = en.node && en.node.isConnected ? en.node : top.node;
+    if (!node) return false;
+    $('notice').hidden = true;
+    highlight(node);
+    scrollTo(node);
+    document.body.dataset.target = String(cursor);
+    ready(); // when this replaced the first window before it was done
+    return true;
+  }
+
+  // goToApproval shows the card of the approval id and highlights it. An
+  // approval the session does not have (yet) is noted, and shown once its
+  // event arrives. False: not shown.
+  function goToApproval(id) {
+    const a = model.approvals.get(id);
+    if (!a) {
+      wantApproval = id;
+      $('notice').textContent = 'No approval "' + id + '" in this session yet; it shows here when it arrives (the link may belong to another session).';
+      $('notice').hidden = false;
+      return false;
+    }
+    wantApproval = '';
+    if (showAll) setView(false, -1); // approval cards are the conversation's
+    const top = a.top || a;
+    if (top.idx < first || top.idx >= end) openAt(top.idx);
+    if (!a.node || !a.node.isConnected) return false;
+    $('notice').hidden = true;
+    highlight(a.node);
+    scrollTo(a.node);
+    document.body.dataset.target = 'approval-' + id;
+    ready(); // when this replaced the first window before it was done
+    return true;
+  }
+
+  // hashTarget reads the permalink in the URL: { cursor } for #c<cursor>,
+  // { approval } for #approval-<id> (the id URL-encoded), else null.
+  function hashTarget() {
+    const h = location.hash;
+    let m = /^#c(\d+)$/.exec(h);
+    if (m) return Number(m[1]) > 0 ? { cursor: Number(m[1]) } : null;
+    m = /^#approval-(.+)$/.exec(h);
+    if (!m) return null;
+    try {
+      return { approval: decodeURIComponent(m[1]) };
+    } catch (_) {
+      return { approval: m[1] }; // not valid percent-encoding: taken as it is
+    }
+  }
+
+  function goToTarget(target) {
+    wantApproval = '';
+    if (!target) {
+      $('notice').hidden = true; // a link's notice is moot once the link is gone
+      return false;
+    }
+    return 'approval' in target ? goToApproval(target.approval) : goTo(target.cursor);
+  }
+
+  window.addEventListener('hashchange', () => {
+    if (historyDone) goToTarget(hashTarget());
+  });
+
+  // ---- show all events ----
+
+  // firstVisibleCursor is the cursor of the topmost card on screen, or 0
+  // when the page is at its end (then the other view opens at its end too).
+  function firstVisibleCursor() {
+    if (following && nearBottom()) return 0;
+    const bar = document.querySelector('.top');
+    const top = bar ? bar.getBoundingClientRect().bottom : 0;
+    for (const n of timeline.children) {
+      if (n.getBoundingClientRect().bottom > top) return Number(n.dataset.cursor) || 0;
+    }
+    return 0;
+  }
+
+  // setView switches between the conversation and every event; at > 0
+  // opens the new view around that cursor, 0 at its end, < 0 not at all.
+  function setView(all, at) {
+    if (all === showAll) return;
+    reset();
+    showAll = all;
+    document.body.dataset.view = all ? 'all' : 'conversation';
+    showAllBtn.textContent = all ? 'Show the conversation' : 'Show all events';
+    showAllBtn.setAttribute('aria-pressed', String(all));
+    if (at < 0) return;
+    if (at === 0) { openTail(null); return; }
+    let i = 0;
+    if (all) {
+      i = Math.max(0, rawIndex(at));
+    } else {
+      for (let c = at; c > 0; c--) {
+        const en = model.byCursor.get(c);
+        if (en) { i = (en.top || en).idx; break; }
+      }
+    }
+    openAt(i);
+    const en = list()[i];
+    if (en && en.node) scrollTo(en.node);
+  }
+
+  showAllBtn.addEventListener('click', () => setView(!showAll, firstVisibleCursor()));
+
+  // ---- keyboard: j / k move between turns (a prompt and what answered it) ----
+
+  function moveTurn(dir) {
+    if (showAll) return;
+    const bar = document.querySelector('.top');
+    const off = (bar ? bar.getBoundingClientRect().bottom : 0) + 8;
+    const L = model.conv;
+    let target = null;
+    if (dir > 0) {
+      for (let i = first; i < end && !target; i++) {
+        if (L[i].type === 'turn' && L[i].node.getBoundingClientRect().top > off + 8) target = L[i];
+      }
+      for (let i = end; i < L.length && !target; i++) if (L[i].type === 'turn') target = L[i];
+    } else {
+      for (let i = end - 1; i >= first && !target; i--) {
+        if (L[i].type === 'turn' && L[i].node.getBoundingClientRect().top < off - 4) target = L[i];
+      }
+      for (let i = first - 1; i >= 0 && !target; i--) if (L[i].type === 'turn') target = L[i];
+    }
+    if (!target) return;
+    if (target.idx < first || target.idx >= end) openAt(target.idx);
+    highlight(target.node);
+    scrollTo(target.node);
+    document.body.dataset.turn = String(target.n);
+  }
+
+  document.addEventListener('keydown', (e) => {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    const t = e.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return; // typing, not navigating
+    if (e.key === 'j' || e.key === 'k') {
+      e.preventDefault();
+      moveTurn(e.key === 'j' ? 1 : -1);
+    } else if (e.key === 'End' && !following) {
+      e.preventDefault();
+      jumpEnd();
+    }
+  });
 
   // ---- summary ----
 
@@ -433,36 +461,51 @@
     return /^[A-Za-z0-9._:@%+=/-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
   }
 
+  function fact(id, v) { $(id).textContent = v || '–'; }
+
   function showSummary() {
+    const s = session || {};
+    const info = model.info;
+    const title = (M.str(s.title) || info.prompt || '').replace(/\s+/g, ' ').trim();
+    $('s-title').textContent = title || sessionID;
+    $('s-title').title = title;
+    if (title) document.title = title.slice(0, 80) + ' · claude-relay';
+    fact('s-project', M.str(s.project) || info.cwd);
+    fact('s-source', M.str(s.source) || info.source);
+    fact('s-model', M.str(s.model) || info.model);
     if (!session) return;
-    for (const call of calls.values()) {
-      if (call.node && call.results.length === 0) updateToolState(call);
+    for (const call of model.calls.values()) {
+      if (call.node && !call.result) V.toolState(call, ctx);
     }
-    C.setStatus(document.getElementById('s-status'), session.status);
-    document.getElementById('s-started').textContent = C.fmtTime(session.started_at || session.created_at);
-    document.getElementById('s-duration').textContent = C.sessionDuration(session);
-    document.getElementById('s-events').textContent = C.fmtInt(session.event_count);
-    const tok = document.getElementById('s-tokens');
+    if (model.turn && model.turn.node) V.update(model.turn, ctx);
+    C.setStatus($('s-status'), session.status);
+    fact('s-started', C.fmtTime(session.started_at || session.created_at));
+    fact('s-duration', C.sessionDuration(session));
+    fact('s-events', C.fmtInt(session.event_count));
+    fact('s-turns', C.fmtInt(typeof session.turns === 'number' && session.turns ? session.turns : info.results));
+    const tok = $('s-tokens');
     tok.textContent = C.fmtInt(C.totalTokens(session.usage));
     tok.title = C.tokensTitle(session.usage);
-    document.getElementById('s-cost').textContent = C.fmtCost(session.total_cost_usd);
-    const conv = str(session.external_conversation_id);
-    document.getElementById('resume').hidden = !conv;
-    document.getElementById('s-conv').textContent = conv;
-    document.getElementById('resume-cmd').textContent = conv ? resumeCommand(conv) : '';
+    $('s-cost').textContent = C.fmtCost(session.total_cost_usd);
+    const conv = M.str(session.external_conversation_id);
+    $('resume').hidden = !conv;
+    $('s-conv').textContent = conv;
+    $('resume-cmd').textContent = conv ? resumeCommand(conv, M.str(session.project) || info.cwd) : '';
   }
 
   // resumeCommand is the follow-up run: --session keeps it in this session
-  // (without it the run would start a new one), --resume continues the
-  // conversation, and the prompt is a placeholder to replace, as in the
-  // `resume:` line `claude-relay run` prints.
-  function resumeCommand(conv) {
-    return 'claude-relay run --session ' + shellQuote(sessionID) + ' --resume ' + shellQuote(conv) + " 'next prompt'";
+  // (without it the run would start a new one), --cwd runs it where the
+  // conversation lives (the CLI finds a conversation by its directory),
+  // --resume continues it, and the prompt is a placeholder to replace, as
+  // in the `resume:` line `claude-relay run` prints.
+  function resumeCommand(conv, cwd) {
+    return 'claude-relay run --session ' + shellQuote(sessionID) + (cwd ? ' --cwd ' + shellQuote(cwd) : '') +
+      ' --resume ' + shellQuote(conv) + " 'next prompt'";
   }
 
-  document.getElementById('copy-resume').addEventListener('click', async (e) => {
+  $('copy-resume').addEventListener('click', async (e) => {
     const btn = e.currentTarget;
-    const ok = await C.copyText(document.getElementById('resume-cmd').textContent);
+    const ok = await C.copyText($('resume-cmd').textContent);
     btn.textContent = ok ? 'Copied' : 'Copy failed';
     setTimeout(() => { btn.textContent = 'Copy'; }, 1500);
   });
@@ -484,38 +527,52 @@
   setInterval(() => { if (session && session.status === 'running') showSummary(); }, 1000);
 
   function toLogin() {
-    location.href = '/login?next=' + encodeURIComponent(location.pathname);
+    location.href = '/login?next=' + encodeURIComponent(location.pathname + location.hash);
   }
 
   // ---- loading ----
 
+  function fetchPage(after) {
+    return fetch(api + '/events?limit=' + PAGE + '&after=' + after, { credentials: 'same-origin' });
+  }
+
   async function loadHistory() {
+    let next = fetchPage(0);
     for (;;) {
-      const res = await fetch(api + '/events?limit=' + PAGE + '&after=' + lastCursor, { credentials: 'same-origin' });
+      const res = await next;
       if (res.status === 401) return toLogin();
-      if (!res.ok) throw new Error('loading events: HTTP ' + res.status);
+      if (!res.ok) throw new Error('loading events: HTTP ' + res.status + ' from ' + api + '/events');
       const page = await res.json();
       const evs = Array.isArray(page.events) ? page.events : [];
-      for (const ev of evs) ingest(ev);
-      loading.textContent = 'Loading events… ' + lastCursor.toLocaleString();
-      if (evs.length < PAGE) break;
+      // The next page is on its way while this one is folded in.
+      const full = evs.length >= PAGE && typeof page.next === 'number';
+      if (full) next = fetchPage(page.next);
+      for (const ev of evs) model.ingest(ev);
+      loading.textContent = 'Loading events… ' + model.lastCursor.toLocaleString();
+      if (!full) break;
     }
     historyDone = true;
     loading.hidden = true;
-    first = end = Math.max(0, entries.length - WINDOW);
-    if (entries.length === 0) { empty.hidden = false; document.body.dataset.state = 'ready'; }
-    schedule();
+    showSummary();
+    if (goToTarget(hashTarget())) {
+      // A permalink: the window around its event.
+      ready();
+      return;
+    }
+    if (list().length === 0) { bars(); ready(); return; }
+    openTail(ready);
   }
 
   function stream() {
-    const es = new EventSource(api + '/stream?after=' + lastCursor);
+    const es = new EventSource(api + '/stream?after=' + model.lastCursor);
     es.addEventListener('open', () => { C.setConn('live', 'live'); document.body.dataset.live = '1'; });
     es.addEventListener('event', (e) => {
       let ev;
       try { ev = JSON.parse(e.data); } catch (_) { return; }
-      ingest(ev);
+      model.ingest(ev);
       schedule();
       refreshSummary();
+      if (wantApproval && model.approvals.has(wantApproval)) goToApproval(wantApproval);
     });
     es.addEventListener('error', () => {
       C.setConn('down', 'reconnecting…');

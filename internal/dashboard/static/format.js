@@ -1,0 +1,83 @@
+// Number, time and path formatting shared by the session list and the cost
+// page (window.CRFmt). Pure functions: nothing here touches the page.
+'use strict';
+
+window.CRFmt = (function () {
+  const num = (v) => (typeof v === 'number' && isFinite(v) ? v : 0);
+  const ints = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+  const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
+  // Dollars with 2 decimals, and up to 4 below $1 where cents hide the
+  // differences that matter (one turn costs a few hundredths of a cent).
+  const usdBig = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  const usdSmall = new Intl.NumberFormat(undefined, { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
+
+  function usd(v) {
+    v = num(v);
+    return (Math.abs(v) >= 1 ? usdBig : usdSmall).format(v);
+  }
+
+  // usdAxis is for axis labels: short, whole cents at most.
+  function usdAxis(v) {
+    v = num(v);
+    if (v >= 1000) return '$' + compact.format(v);
+    return usdBig.format(v);
+  }
+
+  function tokens(v) { return ints.format(num(v)); }
+  function tokensShort(v) { return compact.format(num(v)); }
+
+  function totalTokens(u) {
+    if (!u) return 0;
+    return num(u.input_tokens) + num(u.output_tokens) + num(u.cache_read_input_tokens) + num(u.cache_creation_input_tokens);
+  }
+
+  // basename of a working directory ("/work/app/" → "app"); Windows paths too.
+  function basename(p) {
+    if (!p) return '';
+    const parts = String(p).split(/[\\/]+/).filter(Boolean);
+    return parts.length ? parts[parts.length - 1] : String(p);
+  }
+
+  const rtf = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto', style: 'short' });
+  const dayFmt = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+
+  // relTime is "5 min. ago", "yesterday", or the date for anything older
+  // than a week.
+  function relTime(iso, now) {
+    const t = Date.parse(iso || '');
+    if (isNaN(t)) return '–';
+    const s = Math.round((t - (now || Date.now())) / 1000);
+    const a = Math.abs(s);
+    if (a < 45) return 'just now';
+    if (a < 3600) return rtf.format(Math.round(s / 60), 'minute');
+    if (a < 86400) return rtf.format(Math.round(s / 3600), 'hour');
+    if (a < 7 * 86400) return rtf.format(Math.round(s / 86400), 'day');
+    return dayFmt.format(new Date(t));
+  }
+
+  function absTime(iso) {
+    const d = new Date(iso || '');
+    return isNaN(d) ? '' : d.toLocaleString();
+  }
+
+  // Dates as the API and the date inputs spell them (YYYY-MM-DD), in UTC:
+  // the usage rows are UTC days.
+  function utcDate(d) { return d.toISOString().slice(0, 10); }
+  function addDays(ymd, n) {
+    const d = new Date(ymd + 'T00:00:00Z');
+    d.setUTCDate(d.getUTCDate() + n);
+    return utcDate(d);
+  }
+  function isDate(s) { return /^\d{4}-\d{2}-\d{2}$/.test(s || '') && !isNaN(Date.parse(s + 'T00:00:00Z')); }
+
+  // apiError reads {"error": "..."} from a failed answer, else its status.
+  async function apiError(res) {
+    try {
+      const body = await res.json();
+      if (body && typeof body.error === 'string') return body.error;
+    } catch (_) { /* not JSON */ }
+    return 'HTTP ' + res.status;
+  }
+
+  return { num, usd, usdAxis, tokens, tokensShort, totalTokens, basename, relTime, absTime, utcDate, addDays, isDate, apiError };
+})();

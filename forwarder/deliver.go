@@ -1,6 +1,7 @@
 package forwarder
 
 import (
+	"github.com/claude-relay/claude-relay/internal/backoff"
 	"github.com/claude-relay/claude-relay/internal/wire"
 
 	"bytes"
@@ -9,12 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -138,21 +137,10 @@ func cleanErr(err error) string {
 // jitterBackoff is full jitter over a capped exponential, unless the server
 // said Retry-After, which is honoured up to max.
 func jitterBackoff(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if s := resp.Header.Get("Retry-After"); s != "" {
-			if secs, err := strconv.Atoi(s); err == nil && secs >= 0 {
-				return min(time.Duration(secs)*time.Second, hi)
-			}
-			if t, err := http.ParseTime(s); err == nil {
-				return min(max(time.Until(t), 0), hi)
-			}
-		}
+	if d, ok := backoff.RetryAfter(resp, time.Now()); ok {
+		return min(d, hi)
 	}
-	ceiling := hi
-	if attempt < 30 {
-		ceiling = min(lo<<attempt, hi)
-	}
-	return lo + rand.N(max(ceiling-lo, 1))
+	return backoff.Jitter(lo, hi, attempt)
 }
 
 // deliverLoop sends one session's records in order, one request at a time.

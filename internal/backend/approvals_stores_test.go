@@ -58,38 +58,18 @@ func TestDecisionsAcrossServersSQLite(t *testing.T) {
 				t.Skip("the SQLite store has no approvals yet (its stubs answer \"not implemented yet\"); this runs once they land")
 			}
 			pushA, pushB := newFakePusher(), newFakePusher()
-			opts := func(p *fakePusher) envOption {
-				return func(o *Options) {
-					o.ServeTokens = scopedTokens
-					o.Peer = (&fakePeer{err: peer.ErrNotFound}).lookup
-					o.recheck = tc.recheck
-					o.pusher = p
-				}
-			}
-			a := &approvalEnv{env: newEnvWith(t, stA, opts(pushA))}
-			b := &approvalEnv{env: newEnvWith(t, stB, opts(pushB))}
+			a := &approvalEnv{env: newEnvWith(t, stA, replicaOptions(pushA, tc.recheck))}
+			b := &approvalEnv{env: newEnvWith(t, stB, replicaOptions(pushB, tc.recheck))}
 			a.request("a1", relaywire.ApprovalTool, "Bash", "ls")
 
-			got := make(chan decisionsResponse, 1)
-			go func() {
-				var out decisionsResponse
-				if code := a.call("GET", "/api/approvals/decisions?ids=a1&wait=60s", nil, nil, &out); code != 200 {
-					t.Errorf("poll: %d", code)
-				}
-				got <- out
-			}()
-			a.awaitPollers(1)
+			got := a.startPoll("a1")
 			if code, out := b.decide("a1", map[string]any{"decision": "allow"}, bearer(phoneToken)); code != 200 {
 				t.Fatalf("decide through b: %d %q", code, errorOf(out))
 			}
-			select {
-			case out := <-got:
-				if len(out.Decisions) != 1 || out.Decisions[0].ApprovalID != "a1" || out.Decisions[0].By != "api:phone" ||
-					out.Decisions[0].RunID != "r1" || out.Decisions[0].SessionID != "s1" {
-					t.Errorf("poll on a got %+v", out)
-				}
-			case <-time.After(wait):
-				t.Fatal("the poll on a did not hear of the decision made through b")
+			out := pollAnswer(t, got, "the poll on a to hear of the decision made through b")
+			if len(out.Decisions) != 1 || out.Decisions[0].ApprovalID != "a1" || out.Decisions[0].By != "api:phone" ||
+				out.Decisions[0].RunID != "r1" || out.Decisions[0].SessionID != "s1" {
+				t.Errorf("poll on a got %+v", out)
 			}
 			// b stored no request, so only a pushed, once.
 			if m := pushA.next(t); !strings.HasSuffix(m.Title, "Bash") {
@@ -103,6 +83,17 @@ func TestDecisionsAcrossServersSQLite(t *testing.T) {
 				t.Errorf("second decision: %d %q", code, errorOf(out))
 			}
 		})
+	}
+}
+
+// replicaOptions are one of several servers on one store: the scoped
+// tokens, nobody an agent, pushes to p, and recheck (0: the default).
+func replicaOptions(p *fakePusher, recheck time.Duration) envOption {
+	return func(o *Options) {
+		o.ServeTokens = scopedTokens
+		o.Peer = (&fakePeer{err: peer.ErrNotFound}).lookup
+		o.recheck = recheck
+		o.pusher = p
 	}
 }
 
@@ -134,37 +125,17 @@ func TestDecisionsAcrossReplicasPostgres(t *testing.T) {
 		return st
 	}
 	pushA, pushB := newFakePusher(), newFakePusher()
-	opts := func(p *fakePusher) envOption {
-		return func(o *Options) {
-			o.ServeTokens = scopedTokens
-			o.Peer = (&fakePeer{err: peer.ErrNotFound}).lookup
-			o.recheck = time.Hour
-			o.pusher = p
-		}
-	}
-	a := &approvalEnv{env: newEnvWith(t, open(), opts(pushA))}
-	b := &approvalEnv{env: newEnvWith(t, open(), opts(pushB))}
+	a := &approvalEnv{env: newEnvWith(t, open(), replicaOptions(pushA, time.Hour))}
+	b := &approvalEnv{env: newEnvWith(t, open(), replicaOptions(pushB, time.Hour))}
 	b.request("a1", relaywire.ApprovalTool, "Bash", "make deploy")
 
-	got := make(chan decisionsResponse, 1)
-	go func() {
-		var out decisionsResponse
-		if code := b.call("GET", "/api/approvals/decisions?ids=a1&wait=60s", nil, nil, &out); code != 200 {
-			t.Errorf("poll: %d", code)
-		}
-		got <- out
-	}()
-	b.awaitPollers(1)
+	got := b.startPoll("a1")
 	if code, out := a.decide("a1", map[string]any{"decision": "deny", "reason": "not today"}, bearer(phoneToken)); code != 200 {
 		t.Fatalf("decide through a: %d %q", code, errorOf(out))
 	}
-	select {
-	case out := <-got:
-		if len(out.Decisions) != 1 || out.Decisions[0].Reason != "not today" || out.Decisions[0].RunID != "r1" {
-			t.Errorf("poll on b got %+v", out)
-		}
-	case <-time.After(wait):
-		t.Fatal("the poll on replica b did not hear of the decision made through replica a")
+	out := pollAnswer(t, got, "the poll on replica b to hear of the decision made through replica a")
+	if len(out.Decisions) != 1 || out.Decisions[0].Reason != "not today" || out.Decisions[0].RunID != "r1" {
+		t.Errorf("poll on b got %+v", out)
 	}
 	if m := pushB.next(t); m.Body != "make deploy" {
 		t.Errorf("push %+v", m)

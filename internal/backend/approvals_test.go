@@ -639,7 +639,7 @@ func TestDecisionsLongPoll(t *testing.T) {
 	e.request("a1", "tool", "Bash", "ls")
 	e.requestIn("s2", "r2", "a2", "tool", "Bash", "pwd")
 
-	var out decisionsResponse
+	var out relaywire.RemoteDecisions
 	if code := e.call("GET", "/api/approvals/decisions?ids=a1,a2&wait=0", nil, nil, &out); code != 200 || out.Decisions == nil || len(out.Decisions) != 0 {
 		t.Fatalf("nothing decided, wait=0: %d %+v", code, out)
 	}
@@ -647,28 +647,16 @@ func TestDecisionsLongPoll(t *testing.T) {
 		t.Fatalf("nothing decided, short wait: %d %+v", code, out)
 	}
 
-	got := make(chan decisionsResponse, 1)
-	go func() {
-		var out decisionsResponse
-		if code := e.call("GET", "/api/approvals/decisions?ids=a1,a2,unknown&wait=60s", nil, nil, &out); code != 200 {
-			t.Errorf("poll: %d", code)
-		}
-		got <- out
-	}()
-	e.awaitPollers(1)
+	got := e.startPoll("a1,a2,unknown")
 	if code, _ := e.decide("a2", map[string]any{"decision": "deny", "reason": "no"}, bearer(phoneToken)); code != 200 {
 		t.Fatalf("decide: %d", code)
 	}
-	select {
-	case out = <-got:
-	case <-time.After(wait):
-		t.Fatal("the poll did not answer after the decision")
-	}
+	out = pollAnswer(t, got, "the poll to answer after the decision")
 	if len(out.Decisions) != 1 {
 		t.Fatalf("decisions %+v", out)
 	}
 	d := out.Decisions[0]
-	if d.ApprovalID != "a2" || d.Decision.Decision != "deny" || d.Reason != "no" || d.By != "api:phone" || d.RunID != "r2" || d.SessionID != "s2" || d.DecisionID == "" {
+	if d.ApprovalID != "a2" || d.Decision != "deny" || d.Reason != "no" || d.By != "api:phone" || d.RunID != "r2" || d.SessionID != "s2" || d.DecisionID == "" {
 		t.Errorf("decision %+v", d)
 	}
 	// Decided already: at once.
@@ -684,6 +672,36 @@ func TestDecisionsLongPoll(t *testing.T) {
 		if code := e.call("GET", "/api/approvals/decisions"+q, nil, nil, &eb); code != 400 || eb.Error == "" {
 			t.Errorf("%.40s: %d %q, want 400", q, code, eb.Error)
 		}
+	}
+}
+
+// startPoll holds a decisions poll for ids (with a 60s wait) on e's
+// server in the background, and returns once the server has subscribed it;
+// the poll's answer comes on the channel.
+func (e *env) startPoll(ids string) <-chan relaywire.RemoteDecisions {
+	e.t.Helper()
+	got := make(chan relaywire.RemoteDecisions, 1)
+	go func() {
+		var out relaywire.RemoteDecisions
+		if code := e.call("GET", "/api/approvals/decisions?ids="+ids+"&wait=60s", nil, nil, &out); code != 200 {
+			e.t.Errorf("poll: %d", code)
+		}
+		got <- out
+	}()
+	e.awaitPollers(1)
+	return got
+}
+
+// pollAnswer is a startPoll's answer, failing t when it does not come
+// within wait.
+func pollAnswer(t *testing.T, got <-chan relaywire.RemoteDecisions, what string) relaywire.RemoteDecisions {
+	t.Helper()
+	select {
+	case out := <-got:
+		return out
+	case <-time.After(wait):
+		t.Fatalf("waited %v for %s", wait, what)
+		return relaywire.RemoteDecisions{}
 	}
 }
 
@@ -709,25 +727,14 @@ func (e *env) awaitPollers(n int) {
 // reaches the poll, by the periodic recheck.
 func TestDecisionsRecheck(t *testing.T) {
 	e := newApprovalEnv(t, func(o *Options) { o.recheck = 10 * time.Millisecond })
-	e.fs.quietDecide = true
+	e.fs.QuietDecide = true
 	e.request("a1", "tool", "Bash", "ls")
-	got := make(chan decisionsResponse, 1)
-	go func() {
-		var out decisionsResponse
-		e.call("GET", "/api/approvals/decisions?ids=a1&wait=60s", nil, nil, &out)
-		got <- out
-	}()
-	e.awaitPollers(1)
+	got := e.startPoll("a1")
 	if code, _ := e.decide("a1", map[string]any{"decision": "allow"}, bearer(phoneToken)); code != 200 {
 		t.Fatalf("decide: %d", code)
 	}
-	select {
-	case out := <-got:
-		if len(out.Decisions) != 1 {
-			t.Errorf("%+v", out)
-		}
-	case <-time.After(wait):
-		t.Fatal("the recheck did not find the decision")
+	if out := pollAnswer(t, got, "the recheck to find the decision"); len(out.Decisions) != 1 {
+		t.Errorf("%+v", out)
 	}
 }
 
@@ -738,23 +745,12 @@ func TestDecisionsPollAcrossServers(t *testing.T) {
 	a := newApprovalEnvOn(t, fs, func(o *Options) { o.recheck = time.Hour })
 	b := newApprovalEnvOn(t, fs)
 	a.request("a1", "tool", "Bash", "ls")
-	got := make(chan decisionsResponse, 1)
-	go func() {
-		var out decisionsResponse
-		a.call("GET", "/api/approvals/decisions?ids=a1&wait=60s", nil, nil, &out)
-		got <- out
-	}()
-	a.awaitPollers(1)
+	got := a.startPoll("a1")
 	if code, _ := b.decide("a1", map[string]any{"decision": "allow"}, bearer(phoneToken)); code != 200 {
 		t.Fatalf("decide on b: %d", code)
 	}
-	select {
-	case out := <-got:
-		if len(out.Decisions) != 1 || out.Decisions[0].ApprovalID != "a1" {
-			t.Errorf("%+v", out)
-		}
-	case <-time.After(wait):
-		t.Fatal("the poll on a did not hear of the decision made on b")
+	if out := pollAnswer(t, got, "the poll on a to hear of the decision made on b"); len(out.Decisions) != 1 || out.Decisions[0].ApprovalID != "a1" {
+		t.Errorf("%+v", out)
 	}
 }
 
@@ -765,7 +761,7 @@ func TestDecisionsPollEndsOnShutdown(t *testing.T) {
 	e.request("a1", "tool", "Bash", "ls")
 	got := make(chan int, 1)
 	go func() {
-		var out decisionsResponse
+		var out relaywire.RemoteDecisions
 		got <- e.call("GET", "/api/approvals/decisions?ids=a1&wait=60s", nil, nil, &out)
 	}()
 	e.awaitPollers(1)

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,20 +43,26 @@ func BenchmarkIngestHTTP(b *testing.B) {
 	}
 }
 
-func benchIngest(b *testing.B, st store.Store, batch int) {
+// benchServer serves st over loopback HTTP, accepting testToken, until the
+// benchmark's run ends; it shuts down before st's own cleanups run.
+func benchServer(b *testing.B, st store.Store) (baseURL string, client *http.Client) {
 	srv := New(Options{
 		Store:    st,
 		Tokens:   func() []config.Secret { return []config.Secret{testToken} },
 		Registry: prometheus.NewRegistry(),
 	})
 	ts := httptest.NewServer(srv.Handler())
-	defer func() {
+	b.Cleanup(func() {
+		ts.Client().CloseIdleConnections()
 		ts.Close()
-		_ = srv.Shutdown(b.Context())
-		_ = st.Close()
-	}()
-	client := ts.Client()
-	defer client.CloseIdleConnections()
+		_ = srv.Shutdown(context.Background())
+	})
+	return ts.URL, ts.Client()
+}
+
+func benchIngest(b *testing.B, st store.Store, batch int) {
+	b.Cleanup(func() { _ = st.Close() })
+	baseURL, client := benchServer(b, st)
 
 	// An envelope of 1 KiB with a realistic event_data object.
 	pad := strings.Repeat("x", 1024-300)
@@ -75,7 +82,7 @@ func benchIngest(b *testing.B, st store.Store, batch int) {
 		dst = strconv.AppendInt(dst, seq, 10)
 		return append(dst, tail...)
 	}
-	url := ts.URL + "/api/sessions/" + session + "/events"
+	url := baseURL + "/api/sessions/" + session + "/events"
 	if batch > 1 {
 		url += "/batch"
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/store"
+
+	relaywire "github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Bounds of GET /api/approvals/decisions.
@@ -27,18 +29,6 @@ const (
 	// helper per tick.
 	defaultRecheck = 500 * time.Millisecond
 )
-
-// remoteDecision is a decision as the helper gets it: the store's, plus
-// where its approval belongs.
-type remoteDecision struct {
-	store.Decision
-	RunID     string `json:"run_id,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-}
-
-type decisionsResponse struct {
-	Decisions []remoteDecision `json:"decisions"`
-}
 
 // handleDecisionsWait is GET /api/approvals/decisions?ids=a,b,c&wait=25s,
 // the helper's long-poll (package remote): it answers at once when any of
@@ -76,7 +66,7 @@ func (s *Server) handleDecisionsWait(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(ds) > 0 || wait == 0 || sub == nil {
-			writeJSON(w, http.StatusOK, decisionsResponse{Decisions: ws.describe(ctx, ds)})
+			writeJSON(w, http.StatusOK, relaywire.RemoteDecisions{Decisions: ws.describe(ctx, ds)})
 			return
 		}
 	waiting:
@@ -85,7 +75,7 @@ func (s *Server) handleDecisionsWait(w http.ResponseWriter, r *http.Request) {
 			case <-ctx.Done():
 				return // the helper left; nobody reads an answer
 			case <-s.ctx.Done():
-				writeJSON(w, http.StatusOK, decisionsResponse{Decisions: []remoteDecision{}})
+				writeJSON(w, http.StatusOK, relaywire.RemoteDecisions{Decisions: []relaywire.RemoteDecision{}})
 				return
 			case <-deadline.C:
 				wait = 0 // one last look, then answer
@@ -184,8 +174,8 @@ func (ws *decisionWait) concerned(changed []string, resync bool) bool {
 }
 
 // describe adds run and session to each decision, from its approval.
-func (ws *decisionWait) describe(ctx context.Context, ds []store.Decision) []remoteDecision {
-	out := make([]remoteDecision, 0, len(ds))
+func (ws *decisionWait) describe(ctx context.Context, ds []store.Decision) []relaywire.RemoteDecision {
+	out := make([]relaywire.RemoteDecision, 0, len(ds))
 	for _, d := range ds {
 		a, ok := ws.approvals[d.ApprovalID]
 		if !ok {
@@ -194,7 +184,9 @@ func (ws *decisionWait) describe(ctx context.Context, ds []store.Decision) []rem
 				ws.s.log.Debug("backend: decisions poll: cannot read a decided approval", "approval", d.ApprovalID, "err", err)
 			}
 		}
-		out = append(out, remoteDecision{Decision: d, RunID: a.RunID, SessionID: a.SessionID})
+		out = append(out, relaywire.RemoteDecision{ApprovalID: d.ApprovalID, DecisionID: d.DecisionID, Decision: d.Decision,
+			Reason: d.Reason, UpdatedInput: d.UpdatedInput, Answers: d.Answers, By: d.By, DecidedAt: d.DecidedAt,
+			RunID: a.RunID, SessionID: a.SessionID})
 	}
 	return out
 }

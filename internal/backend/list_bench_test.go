@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/testkit/pgtest"
@@ -137,20 +133,9 @@ func seedSessions(tb testing.TB, st store.Store, n int) {
 
 // benchList sends queries in turn and reports the Server-Timing figures.
 func benchList(b *testing.B, st store.Store, queries []string) {
-	srv := New(Options{
-		Store:    st,
-		Tokens:   func() []config.Secret { return []config.Secret{testToken} },
-		Registry: prometheus.NewRegistry(),
-	})
-	ts := httptest.NewServer(srv.Handler())
-	defer func() {
-		ts.Close()
-		_ = srv.Shutdown(context.Background())
-	}()
-	client := ts.Client()
-	defer client.CloseIdleConnections()
+	baseURL, client := benchServer(b, st)
 	get := func(q string) (*http.Response, []byte) {
-		req, _ := http.NewRequest("GET", ts.URL+"/api/sessions?"+q, nil)
+		req, _ := http.NewRequest("GET", baseURL+"/api/sessions?"+q, nil)
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := client.Do(req)
 		if err != nil {

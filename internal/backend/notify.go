@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/claude-relay/claude-relay/internal/backoff"
 )
 
 // Push notifications for pending approvals (CONTRACT §10): with
@@ -254,21 +255,10 @@ func retryableStatus(code int) bool {
 // HTTP date, up to maxRetryAfter), else a full-jitter delay between lo and
 // lo·2^attempt capped at hi.
 func pushBackoff(lo, hi, maxRetryAfter time.Duration, attempt int, resp *http.Response, now time.Time) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if s := strings.TrimSpace(resp.Header.Get("Retry-After")); s != "" {
-			if secs, err := strconv.Atoi(s); err == nil && secs >= 0 {
-				return min(time.Duration(secs)*time.Second, maxRetryAfter)
-			}
-			if t, err := http.ParseTime(s); err == nil {
-				return min(max(t.Sub(now), 0), maxRetryAfter)
-			}
-		}
+	if d, ok := backoff.RetryAfter(resp, now); ok {
+		return min(d, maxRetryAfter)
 	}
-	ceiling := hi
-	if attempt < 30 {
-		ceiling = min(lo<<attempt, hi)
-	}
-	return lo + rand.N(max(ceiling-lo, 1))
+	return backoff.Jitter(lo, hi, attempt)
 }
 
 // Send queues m for the worker and returns at once. It drops m, with a

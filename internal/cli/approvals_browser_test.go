@@ -31,43 +31,13 @@ const envScreenshots = "CLAUDE_RELAY_SCREENSHOTS"
 // extension's side.
 func TestApprovalFromTheDashboard(t *testing.T) {
 	t.Parallel()
-	cli := realcli.RealCLI(t)
-	cwd := trustedDir(t, cli)
 	const command = "echo remote-ok > marker"
-	api := mockapi.New(t, mockapi.Script{
-		mockapi.ToolTurn("Bash", map[string]any{"command": command, "description": "Leave a marker"}),
-		mockapi.TextTurn("marker left"),
-	})
-
-	// serve on the helper's data dir, with a token that may approve. The
-	// helper posts with the data dir's own token, which may not.
-	const approveToken = "approve-token-for-the-browser-7c1d2e"
-	scoped, _ := json.Marshal([]map[string]any{{"token": approveToken, "name": "browser", "scopes": []string{"approve"}}})
-	url := startServe(t, []string{"HOME=" + cli.Home, "PATH=" + os.Getenv("PATH"), "CLAUDE_RELAY_SERVE_TOKENS=" + string(scoped)}, cli.Home, "")
-
-	p := startExtension(t, cwd, helperEnv(t, cli, api))
-	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
-	if ready.Backend != url {
-		t.Fatalf("the helper posts to %q, not to serve at %q", ready.Backend, url)
-	}
-	tab := browser.New(t, browser.Options{Width: 1280, Height: 800, Timeout: 4 * time.Minute})
-	ctx := tab.Ctx
-	abMust(t, chromedp.Do(ctx,
-		chromedp.Navigate(url+"/login?next=/approvals"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), approveToken),
-		chromedp.Click(chromedp.ID("login")),
-	))
-	abWaitJS(t, ctx, `location.pathname === "/approvals" && document.body.dataset.pendingApprovals === "0"`, 30*time.Second)
-	who, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('who').textContent`))
-	if err != nil || !strings.Contains(who, "approve") {
-		t.Errorf("the page does not say this login may approve: %q (%v)", who, err)
-	}
+	cwd, p, ctx, tab := dashboardApprovalSetup(t, command, "marker left")
 
 	p.prompt("remote", "sess-remote", "leave a marker", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
 	req := p.waitEvent(extension.EventApprovalRequested, "remote")
 	card := `.approval[data-approval-id=` + abJSString(req.ApprovalID) + `]`
-	abWaitJS(t, ctx, `!!document.querySelector(`+abJSString(card)+`)`, 30*time.Second)
+	browser.WaitJS(t, ctx, `!!document.querySelector(`+abJSString(card)+`)`, 30*time.Second)
 	shown, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(`+abJSString(card+` .a-cmd`)+`).textContent`))
 	if err != nil || shown != command {
 		t.Errorf("the card shows the command %q (%v), want %q", shown, err, command)
@@ -89,7 +59,7 @@ func TestApprovalFromTheDashboard(t *testing.T) {
 	}
 	// The page lets go of the approval and lists it as allowed from here.
 	item := `#resolved li[data-approval-id=` + abJSString(req.ApprovalID) + `]`
-	abWaitJS(t, ctx, `!document.querySelector(`+abJSString(card)+`) && !!document.querySelector(`+abJSString(item)+`)`, 30*time.Second)
+	browser.WaitJS(t, ctx, `!document.querySelector(`+abJSString(card)+`) && !!document.querySelector(`+abJSString(item)+`)`, 30*time.Second)
 	outcome, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(`+abJSString(item+` .r-outcome`)+`).textContent`))
 	if err != nil || !strings.HasPrefix(outcome, "Allowed by ") || !strings.Contains(outcome, "browser") {
 		t.Errorf("resolved as %q (%v), want allowed by the browser's token", outcome, err)
@@ -122,27 +92,6 @@ func abScreenshot(t *testing.T, ctx context.Context, dir string) {
 	}
 }
 
-// abWaitJS waits until expr is true in the page. It evaluates in a loop
-// rather than with chromedp.Poll, because a navigation (a form submit)
-// destroys the page's context under a running poll.
-func abWaitJS(t *testing.T, ctx context.Context, expr string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		if err == nil && ok {
-			return
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("waiting %v for %s: last error %v", d, expr, lastErr)
-}
-
 func abMust(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -153,4 +102,86 @@ func abMust(t *testing.T, err error) {
 func abJSString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// dashboardApprovalSetup starts serve with an approve-scoped token for the
+// browser, an extension helper whose CLI will ask to run command and then
+// answer final, and a Chromium tab logged in on /approvals.
+func dashboardApprovalSetup(t *testing.T, command, final string) (string, *extProc, context.Context, *browser.Tab) {
+	t.Helper()
+	cli := realcli.RealCLI(t)
+	cwd := trustedDir(t, cli)
+	api := mockapi.New(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": command, "description": "Leave a marker"}),
+		mockapi.TextTurn(final),
+	})
+
+	// serve on the helper's data dir, with a token that may approve. The
+	// helper posts with the data dir's own token, which may not.
+	const approveToken = "approve-token-for-the-browser-7c1d2e"
+	scoped, _ := json.Marshal([]map[string]any{{"token": approveToken, "name": "browser", "scopes": []string{"approve"}}})
+	url := startServe(t, []string{"HOME=" + cli.Home, "PATH=" + os.Getenv("PATH"), "CLAUDE_RELAY_SERVE_TOKENS=" + string(scoped)}, cli.Home, "")
+
+	p := startExtension(t, cwd, helperEnv(t, cli, api))
+	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
+	if ready.Backend != url {
+		t.Fatalf("the helper posts to %q, not to serve at %q", ready.Backend, url)
+	}
+	tab := browser.New(t, browser.Options{Width: 1280, Height: 800, Timeout: 4 * time.Minute})
+	ctx := tab.Ctx
+	abMust(t, chromedp.Do(ctx,
+		chromedp.Navigate(url+"/login?next=/approvals"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), approveToken),
+		chromedp.Click(chromedp.ID("login")),
+	))
+	browser.WaitJS(t, ctx, `location.pathname === "/approvals" && document.body.dataset.pendingApprovals === "0"`, 30*time.Second)
+	who, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('who').textContent`))
+	if err != nil || !strings.Contains(who, "approve") {
+		t.Errorf("the page does not say this login may approve: %q (%v)", who, err)
+	}
+	return cwd, p, ctx, tab
+}
+
+// TestDenyFromTheDashboardWhileTheEditorWaits: the extension has the
+// approval open and says nothing; a Deny (with a reason) in the dashboard
+// wins: the command never runs, the extension hears who decided, and its
+// own late answer is refused with the same words.
+func TestDenyFromTheDashboardWhileTheEditorWaits(t *testing.T) {
+	t.Parallel()
+	cwd, p, ctx, tab := dashboardApprovalSetup(t, "echo denied > marker", "not run, then")
+	p.prompt("deny", "sess-deny", "leave a marker", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
+	req := p.waitEvent(extension.EventApprovalRequested, "deny")
+	card := `.approval[data-approval-id=` + abJSString(req.ApprovalID) + `]`
+	browser.WaitJS(t, ctx, `!!document.querySelector(`+abJSString(card)+`)`, 30*time.Second)
+	abMust(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(card+` input.reason`), "not on this machine"),
+		chromedp.Click(chromedp.CSS(card+` button[data-decision="deny"]`)),
+	))
+	gone := p.waitEvent(extension.EventApprovalCancelled, "deny")
+	if gone.ApprovalID != req.ApprovalID || !strings.HasPrefix(gone.Reason, "already decided by dashboard") || !strings.HasSuffix(gone.Reason, ": deny") {
+		t.Errorf("approval_cancelled %+v, want already decided by dashboard …: deny", gone)
+	}
+	p.send(extension.Command{Action: extension.ActionApprove, RequestID: "late", RunID: "deny", ApprovalID: req.ApprovalID, Decision: "allow"})
+	late := p.waitFor("the late approve's error", func(ev extension.Event) bool { return ev.Event == extension.EventError && ev.RequestID == "late" })
+	if late.Code != extension.CodeUnknownApprove || !strings.Contains(late.Message, "already decided by dashboard") {
+		t.Errorf("the late approve: %s %q, want who decided", late.Code, late.Message)
+	}
+	end := p.waitEnd("deny")
+	if end.Event != extension.EventRunCompleted {
+		t.Fatalf("the run ended with %s %+v, want run_completed", end.Event, end.Result)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "marker")); !os.IsNotExist(err) {
+		t.Errorf("the denied command ran (marker: %v)", err)
+	}
+	item := `#resolved li[data-approval-id=` + abJSString(req.ApprovalID) + `]`
+	browser.WaitJS(t, ctx, `!document.querySelector(`+abJSString(card)+`) && !!document.querySelector(`+abJSString(item)+`)`, 30*time.Second)
+	outcome, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(`+abJSString(item+` .r-outcome`)+`).textContent`))
+	if err != nil || !strings.HasPrefix(outcome, "Denied by ") {
+		t.Errorf("resolved as %q (%v), want denied", outcome, err)
+	}
+	if e := tab.Exceptions(); len(e) > 0 {
+		t.Errorf("uncaught exceptions in the page: %q", e)
+	}
+	p.shutdownOK()
 }

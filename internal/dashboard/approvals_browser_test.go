@@ -38,9 +38,8 @@ const (
 // approve, viewer may only read. opts change the server's options.
 func newApprovalsSite(t *testing.T, opts ...func(*backend.Options)) *site {
 	t.Helper()
-	st := memstore.New()
 	o := backend.Options{
-		Store:  st,
+		Store:  memstore.New(),
 		Tokens: func() []config.Secret { return []config.Secret{token} },
 		ServeTokens: func() []config.ServeToken {
 			return []config.ServeToken{
@@ -53,18 +52,7 @@ func newApprovalsSite(t *testing.T, opts ...func(*backend.Options)) *site {
 	for _, f := range opts {
 		f(&o)
 	}
-	srv := backend.New(o)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		_ = st.Close()
-	})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return &site{t: t, url: ts.URL, seq: map[string]int64{}}
+	return &site{t: t, url: serve(t, o), seq: map[string]int64{}}
 }
 
 // call sends one API request with a Bearer token and decodes a JSON answer
@@ -170,30 +158,23 @@ func apRecord(t *testing.T, ctx context.Context) {
 // has loaded.
 func apLogin(t *testing.T, ctx context.Context, base, tok string) {
 	t.Helper()
-	must(t, chromedp.Do(ctx,
-		chromedp.Navigate(base+"/login?next=/approvals"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), tok),
-		chromedp.Click(chromedp.ID("login")),
-	))
-	waitJS(t, ctx, `location.pathname === "/approvals" && document.body.dataset.pendingApprovals !== undefined && document.body.dataset.pendingApprovals !== ""`, 20*time.Second)
+	loginAs(t, ctx, base+"/login?next=/approvals", tok,
+		`location.pathname === "/approvals" && document.body.dataset.pendingApprovals !== undefined && document.body.dataset.pendingApprovals !== ""`)
+}
+
+// apOpenOne posts one pending approval, ap-1 (Bash: make clean), and opens
+// /approvals in a new tab logged in with tok, once its card is shown.
+func apOpenOne(t *testing.T, s *site, tok string) (*browser.Tab, context.Context) {
+	t.Helper()
+	s.post("s1", apRunStarted("run-1", "clean up"),
+		apAsks("run-1", "ap-1", "tool", "Bash", "make clean", map[string]any{"command": "make clean"}, "allow", "allow_always", "deny"))
+	tab := browser.New(t, browser.Options{})
+	apLogin(t, tab.Ctx, s.url, tok)
+	browser.WaitJS(t, tab.Ctx, `!!document.querySelector(`+jsString(apCard("ap-1"))+`)`, 10*time.Second)
+	return tab, tab.Ctx
 }
 
 func apCard(id string) string { return `.approval[data-approval-id="` + id + `"]` }
-
-func apString(t *testing.T, ctx context.Context, expr string) string {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-	must(t, err)
-	return v
-}
-
-func apStrings(t *testing.T, ctx context.Context, expr string) []string {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](expr))
-	must(t, err)
-	return v
-}
 
 func apClick(t *testing.T, ctx context.Context, css string) {
 	t.Helper()
@@ -203,7 +184,7 @@ func apClick(t *testing.T, ctx context.Context, css string) {
 // waitStatus waits for a card's status line to contain want.
 func apWaitStatus(t *testing.T, ctx context.Context, id, want string) {
 	t.Helper()
-	waitJS(t, ctx, `((document.querySelector(`+jsString(apCard(id)+` .a-status`)+`) || {}).textContent || '').includes(`+jsString(want)+`)`, 10*time.Second)
+	browser.WaitJS(t, ctx, `((document.querySelector(`+jsString(apCard(id)+` .a-status`)+`) || {}).textContent || '').includes(`+jsString(want)+`)`, 10*time.Second)
 }
 
 // TestApprovalsInBrowser drives /approvals in headless Chromium against
@@ -227,48 +208,48 @@ func TestApprovalsInBrowser(t *testing.T) {
 
 	command := "for f in *.log; do\n  gzip -9 \"$f\"\ndone && echo compressed " + strings.Repeat("--verbose ", 30)
 	t.Run("a new approval: card, title and notification", func(t *testing.T) {
-		who := apString(t, ctx, `document.getElementById('who').textContent`)
+		who := evalJS[string](t, ctx, `document.getElementById('who').textContent`)
 		if !strings.Contains(who, "phone") || !strings.Contains(who, "approve") {
 			t.Errorf("who %q: want the login's name and its approve scope", who)
 		}
-		if hidden := apString(t, ctx, `String(document.getElementById('readonly').hidden)`); hidden != "true" {
+		if hidden := evalJS[string](t, ctx, `String(document.getElementById('readonly').hidden)`); hidden != "true" {
 			t.Errorf("the read-only note shows for an approve login")
 		}
-		if n := apString(t, ctx, `document.body.dataset.pendingApprovals`); n != "0" {
+		if n := evalJS[string](t, ctx, `document.body.dataset.pendingApprovals`); n != "0" {
 			t.Fatalf("pending at first: %s", n)
 		}
 		s.post("s-bash", apAsks("run-b", "ap-bash", "tool", "Bash", command, map[string]any{"command": command, "description": "Compress the logs"}, "allow", "allow_always", "deny"))
-		waitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash"))+`)`, 10*time.Second)
-		if got := apString(t, ctx, `document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`).textContent`); got != command {
+		browser.WaitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash"))+`)`, 10*time.Second)
+		if got := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`).textContent`); got != command {
 			t.Errorf("command shown %q, want it in full: %q", got, command)
 		}
 		// Monospace and wrapped, not cut off.
-		style := apString(t, ctx, `(() => { const s = getComputedStyle(document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`)); return s.whiteSpace + ' ' + s.fontFamily; })()`)
+		style := evalJS[string](t, ctx, `(() => { const s = getComputedStyle(document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`)); return s.whiteSpace + ' ' + s.fontFamily; })()`)
 		if !strings.HasPrefix(style, "pre-wrap") || !strings.Contains(style, "monospace") {
 			t.Errorf("command style %q", style)
 		}
-		buttons := apStrings(t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-bash")+` .a-actions button`)+`)).map(b => b.textContent)`)
+		buttons := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-bash")+` .a-actions button`)+`)).map(b => b.textContent)`)
 		if strings.Join(buttons, ",") != "Allow,Always,Edit,Deny" {
 			t.Errorf("buttons %q", buttons)
 		}
-		session := apString(t, ctx, `(() => { const a = document.querySelector(`+jsString(apCard("ap-bash")+` a.a-session`)+`); return a.textContent + ' ' + a.getAttribute('href'); })()`)
+		session := evalJS[string](t, ctx, `(() => { const a = document.querySelector(`+jsString(apCard("ap-bash")+` a.a-session`)+`); return a.textContent + ' ' + a.getAttribute('href'); })()`)
 		if session != "tidy the logs /sessions/s-bash#approval-ap-bash" {
 			t.Errorf("session link %q", session)
 		}
-		waitJS(t, ctx, `document.title === "(1) claude-relay: approvals"`, 10*time.Second)
-		waitJS(t, ctx, `window.__notes.length === 1`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.title === "(1) claude-relay: approvals"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `window.__notes.length === 1`, 10*time.Second)
 		bodyWant := string([]rune(strings.Join(strings.Fields(command), " "))[:119]) + "…"
 		var note struct{ Title, Body, Tag string }
-		must(t, json.Unmarshal([]byte(apString(t, ctx, `JSON.stringify(window.__notes[0])`)), &note))
+		must(t, json.Unmarshal([]byte(evalJS[string](t, ctx, `JSON.stringify(window.__notes[0])`)), &note))
 		if note.Title != "Claude wants to run Bash" || note.Body != bodyWant || note.Tag != "ap-bash" {
 			t.Errorf("notification %+v, want the title, body %q and tag ap-bash", note, bodyWant)
 		}
-		if n := apString(t, ctx, `String(window.__permissionAsks)`); n != "0" {
+		if n := evalJS[string](t, ctx, `String(window.__permissionAsks)`); n != "0" {
 			t.Errorf("the page asked for the notification permission %s times on its own", n)
 		}
 		// A click on it shows the approval.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noteObjs[0].onclick()`)))
-		waitJS(t, ctx, `location.hash === "#ap-bash" && !!document.querySelector(`+jsString(apCard("ap-bash")+`.target`)+`)`, 10*time.Second)
+		browser.WaitJS(t, ctx, `location.hash === "#ap-bash" && !!document.querySelector(`+jsString(apCard("ap-bash")+`.target`)+`)`, 10*time.Second)
 	})
 
 	t.Run("edits, questions and plans in full", func(t *testing.T) {
@@ -283,36 +264,36 @@ func TestApprovalsInBrowser(t *testing.T) {
 			}}, "allow", "deny"),
 			apAsks("run-q", "ap-plan", "plan", "ExitPlanMode", "Plan", map[string]any{"plan": "1. read the code\n2. <b>fix</b> it"}, "accept_edits", "default", "keep_planning"),
 		)
-		waitJS(t, ctx, `document.querySelectorAll('.approval').length === 4`, 10*time.Second)
-		order := apStrings(t, ctx, `Array.from(document.querySelectorAll('.approval')).map(c => c.dataset.approvalId)`)
+		browser.WaitJS(t, ctx, `document.querySelectorAll('.approval').length === 4`, 10*time.Second)
+		order := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.approval')).map(c => c.dataset.approvalId)`)
 		if strings.Join(order, ",") != "ap-plan,ap-q,ap-edit,ap-bash" {
 			t.Errorf("cards in order %q, want newest first", order)
 		}
-		diff := apStrings(t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-edit")+` .a-diff .dl`)+`)).map(l => l.className + '|' + l.textContent)`)
+		diff := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-edit")+` .a-diff .dl`)+`)).map(l => l.className + '|' + l.textContent)`)
 		wantDiff := []string{"dl ctx|  one", "dl del|- two", "dl add|+ 2", "dl ctx|  three", "dl ctx|  four", "dl add|+ five"}
 		if strings.Join(diff, "\n") != strings.Join(wantDiff, "\n") {
 			t.Errorf("diff:\n%s\nwant:\n%s", strings.Join(diff, "\n"), strings.Join(wantDiff, "\n"))
 		}
-		if p := apString(t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-path`)+`).textContent`); p != "/work/project/main.go" {
+		if p := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-path`)+`).textContent`); p != "/work/project/main.go" {
 			t.Errorf("edit path %q", p)
 		}
-		qs := apStrings(t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-q")+` fieldset`)+`)).map(f =>
+		qs := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-q")+` fieldset`)+`)).map(f =>
 			f.querySelector('legend').textContent + ': ' + Array.from(f.querySelectorAll('label')).map(l => l.querySelector('input').type + ' ' + l.textContent).join(', '))`)
 		wantQs := []string{"ColorWhich color?: radio Redwarm, radio Blue", "Which sizes?: checkbox S, checkbox M, checkbox L"}
 		if strings.Join(qs, "\n") != strings.Join(wantQs, "\n") {
 			t.Errorf("questions:\n%s\nwant:\n%s", strings.Join(qs, "\n"), strings.Join(wantQs, "\n"))
 		}
-		if plan := apString(t, ctx, `document.querySelector(`+jsString(apCard("ap-plan")+` .a-plan`)+`).textContent`); plan != "1. read the code\n2. <b>fix</b> it" {
+		if plan := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-plan")+` .a-plan`)+`).textContent`); plan != "1. read the code\n2. <b>fix</b> it" {
 			t.Errorf("plan %q", plan)
 		}
-		buttons := apStrings(t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-plan")+` .a-actions button`)+`)).map(b => b.dataset.decision)`)
+		buttons := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-plan")+` .a-actions button`)+`)).map(b => b.dataset.decision)`)
 		if strings.Join(buttons, ",") != "accept_edits,default,keep_planning" {
 			t.Errorf("plan buttons %q", buttons)
 		}
-		waitJS(t, ctx, `document.title === "(4) claude-relay: approvals"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.title === "(4) claude-relay: approvals"`, 10*time.Second)
 		// Three new ones in one list: one notification each.
-		waitJS(t, ctx, `window.__notes.length === 4`, 10*time.Second)
-		titles := apStrings(t, ctx, `window.__notes.slice(1).map(n => n.title)`)
+		browser.WaitJS(t, ctx, `window.__notes.length === 4`, 10*time.Second)
+		titles := evalJS[[]string](t, ctx, `window.__notes.slice(1).map(n => n.title)`)
 		want := "Claude wants to run Edit,Claude has a question for you,Claude wants to leave plan mode"
 		if strings.Join(titles, ",") != want {
 			t.Errorf("notifications %q, want %s", titles, want)
@@ -322,14 +303,14 @@ func TestApprovalsInBrowser(t *testing.T) {
 	t.Run("Allow posts the decision", func(t *testing.T) {
 		apClick(t, ctx, apCard("ap-bash")+` button[data-decision="allow"]`)
 		apWaitStatus(t, ctx, "ap-bash", "Allowed by you")
-		if post := apString(t, ctx, `JSON.stringify(window.__posts.pop())`); post != `{"url":"/api/approvals/ap-bash/decision","body":"{\"decision\":\"allow\"}"}` {
+		if post := evalJS[string](t, ctx, `JSON.stringify(window.__posts.pop())`); post != `{"url":"/api/approvals/ap-bash/decision","body":"{\"decision\":\"allow\"}"}` {
 			t.Errorf("posted %s", post)
 		}
 		a := s.apGet("ap-bash")
 		if a.Remote == nil || a.Remote.Decision != "allow" || a.Remote.By != "dashboard:phone" {
 			t.Errorf("stored decision %+v", a.Remote)
 		}
-		if hidden := apString(t, ctx, `String(document.querySelector(`+jsString(apCard("ap-bash")+` .a-actions`)+`).hidden)`); hidden != "true" {
+		if hidden := evalJS[string](t, ctx, `String(document.querySelector(`+jsString(apCard("ap-bash")+` .a-actions`)+`).hidden)`); hidden != "true" {
 			t.Errorf("the buttons still show after the decision")
 		}
 	})
@@ -365,10 +346,10 @@ func TestApprovalsInBrowser(t *testing.T) {
 
 	t.Run("Edit sends the edited command", func(t *testing.T) {
 		s.post("s-bash", apAsks("run-b", "ap-bash2", "tool", "Bash", "rm -rf build", map[string]any{"command": "rm -rf build", "description": "Clean"}, "allow", "allow_always", "deny"))
-		waitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash2"))+`)`, 10*time.Second)
+		browser.WaitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash2"))+`)`, 10*time.Second)
 		apClick(t, ctx, apCard("ap-bash2")+` button.edit`)
 		ta := apCard("ap-bash2") + ` textarea`
-		if v := apString(t, ctx, `document.querySelector(`+jsString(ta)+`).value`); v != "rm -rf build" {
+		if v := evalJS[string](t, ctx, `document.querySelector(`+jsString(ta)+`).value`); v != "rm -rf build" {
 			t.Errorf("the editor starts with %q", v)
 		}
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(ta)+`).value = 'rm -rf build/tmp'`)))
@@ -391,8 +372,8 @@ func TestApprovalsInBrowser(t *testing.T) {
 		// hide who won. Listeners run in order: once ours has seen the
 		// refreshed list, the page's has too.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__lists = 0; CRPending.onUpdate(() => window.__lists++); CRPending.refresh()`)))
-		waitJS(t, ctx, `window.__lists >= 2`, 10*time.Second)
-		if st := apString(t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-status`)+`).textContent`); st != "Already decided by api:laptop: deny" {
+		browser.WaitJS(t, ctx, `window.__lists >= 2`, 10*time.Second)
+		if st := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-status`)+`).textContent`); st != "Already decided by api:laptop: deny" {
 			t.Errorf("status after a refresh: %q", st)
 		}
 	})
@@ -400,44 +381,44 @@ func TestApprovalsInBrowser(t *testing.T) {
 	t.Run("resolved approvals leave with their reason", func(t *testing.T) {
 		s.post("s-bash", apResolved("run-b", "ap-bash", "allow", "dashboard"))
 		item := `#resolved li[data-approval-id="ap-bash"]`
-		waitJS(t, ctx, `!document.querySelector(`+jsString(apCard("ap-bash"))+`) && !!document.querySelector(`+jsString(item)+`)`, 10*time.Second)
-		if got := apString(t, ctx, `document.querySelector(`+jsString(item+` .r-outcome`)+`).textContent`); got != "Allowed by dashboard:phone" {
+		browser.WaitJS(t, ctx, `!document.querySelector(`+jsString(apCard("ap-bash"))+`) && !!document.querySelector(`+jsString(item)+`)`, 10*time.Second)
+		if got := evalJS[string](t, ctx, `document.querySelector(`+jsString(item+` .r-outcome`)+`).textContent`); got != "Allowed by dashboard:phone" {
 			t.Errorf("outcome %q", got)
 		}
 		// The run of the question and the plan ends: both leave, cancelled.
 		s.post("s-q", ev{"relay.run_completed", "relay", map[string]any{"run_id": "run-q", "status": "completed", "result": map[string]any{"exitCode": 0}}})
-		waitJS(t, ctx, `!document.querySelector(`+jsString(apCard("ap-q"))+`) && !!document.querySelector('#resolved li[data-approval-id="ap-q"]')`, 10*time.Second)
-		got := apString(t, ctx, `document.querySelector('#resolved li[data-approval-id="ap-q"]').textContent`)
+		browser.WaitJS(t, ctx, `!document.querySelector(`+jsString(apCard("ap-q"))+`) && !!document.querySelector('#resolved li[data-approval-id="ap-q"]')`, 10*time.Second)
+		got := evalJS[string](t, ctx, `document.querySelector('#resolved li[data-approval-id="ap-q"]').textContent`)
 		if !strings.Contains(got, "Cancelled") || !strings.Contains(got, "the run ended") {
 			t.Errorf("resolved by the run's end: %q", got)
 		}
 		// What is left was decided and waits for its run: nobody's turn.
-		waitJS(t, ctx, `document.title === "claude-relay: approvals" && document.body.dataset.pendingApprovals === "0"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.title === "claude-relay: approvals" && document.body.dataset.pendingApprovals === "0"`, 10*time.Second)
 	})
 
 	t.Run("deep link", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/approvals#ap-bash2")))
-		waitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash2")+`.target`)+`)`, 10*time.Second)
+		browser.WaitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash2")+`.target`)+`)`, 10*time.Second)
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/approvals#ap-plan")))
-		waitJS(t, ctx, `!!document.querySelector('#resolved li.target[data-approval-id="ap-plan"]')`, 10*time.Second)
+		browser.WaitJS(t, ctx, `!!document.querySelector('#resolved li.target[data-approval-id="ap-plan"]')`, 10*time.Second)
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/approvals#no-such-approval")))
-		waitJS(t, ctx, `!document.getElementById('missing').hidden`, 10*time.Second)
-		if msg := apString(t, ctx, `document.getElementById('missing').textContent`); !strings.Contains(msg, "no-such-approval") {
+		browser.WaitJS(t, ctx, `!document.getElementById('missing').hidden`, 10*time.Second)
+		if msg := evalJS[string](t, ctx, `document.getElementById('missing').textContent`); !strings.Contains(msg, "no-such-approval") {
 			t.Errorf("missing approval note %q", msg)
 		}
 	})
 
 	t.Run("event text is never markup", func(t *testing.T) {
 		s.post("s-bash", apAsks("run-b", "ap-xss", "tool", "mcp__x__"+xss, xss, map[string]any{"html": xss, "pwn": `<script>window.__pwned=1</script>`}, "allow", "deny"))
-		waitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-xss"))+`)`, 10*time.Second)
-		got := apString(t, ctx, `document.querySelector(`+jsString(apCard("ap-xss"))+`).textContent`)
+		browser.WaitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-xss"))+`)`, 10*time.Second)
+		got := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-xss"))+`).textContent`)
 		if !strings.Contains(got, xss) || !strings.Contains(got, "mcp__x__"+xss) {
 			t.Errorf("card text %q lacks the literal %q", got, xss)
 		}
-		if n := apString(t, ctx, `String(document.querySelectorAll('main img, main script').length)`); n != "0" {
+		if n := evalJS[string](t, ctx, `String(document.querySelectorAll('main img, main script').length)`); n != "0" {
 			t.Errorf("%s <img>/<script> elements in the page", n)
 		}
-		if p := apString(t, ctx, `String(window.__pwned)`); p != "undefined" {
+		if p := evalJS[string](t, ctx, `String(window.__pwned)`); p != "undefined" {
 			t.Errorf("a script from the approval ran")
 		}
 		if d := tab.Dialogs(); len(d) > 0 {
@@ -447,32 +428,32 @@ func TestApprovalsInBrowser(t *testing.T) {
 
 	t.Run("every page has the badge and the count", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/")))
-		waitJS(t, ctx, `document.body.dataset.pendingApprovals === "1"`, 10*time.Second)
-		waitJS(t, ctx, `document.title.startsWith("(1) ")`, 10*time.Second)
-		badge := apString(t, ctx, `(() => { const b = document.querySelector('header.top #approvals-badge'); return b.textContent + ' ' + b.getAttribute('href'); })()`)
+		browser.WaitJS(t, ctx, `document.body.dataset.pendingApprovals === "1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.title.startsWith("(1) ")`, 10*time.Second)
+		badge := evalJS[string](t, ctx, `(() => { const b = document.querySelector('header.top #approvals-badge'); return b.textContent + ' ' + b.getAttribute('href'); })()`)
 		if badge != "Approvals 1 /approvals" {
 			t.Errorf("badge %q", badge)
 		}
 		// A session page that sets its own title keeps the count in front.
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/s-bash")))
-		waitJS(t, ctx, `document.body.dataset.pendingApprovals === "1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.pendingApprovals === "1"`, 10*time.Second)
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.title = 'a title of its own'`)))
-		waitJS(t, ctx, `document.title.startsWith("(1) ")`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.title.startsWith("(1) ")`, 10*time.Second)
 		// Nobody was notified twice across the page loads.
-		if n := apString(t, ctx, `String(window.__notes.length)`); n != "0" {
+		if n := evalJS[string](t, ctx, `String(window.__notes.length)`); n != "0" {
 			t.Errorf("%s notifications again after a page load", n)
 		}
 	})
 
 	t.Run("at most one list request a second", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/approvals")))
-		waitJS(t, ctx, `document.body.dataset.pendingApprovals === "1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.pendingApprovals === "1"`, 10*time.Second)
 		for i := range 15 {
 			s.post(fmt.Sprintf("busy-%d", i), apRunStarted(fmt.Sprintf("run-busy-%d", i), "busy"))
 			time.Sleep(100 * time.Millisecond)
 		}
-		waitJS(t, ctx, `window.__polls.length >= 2`, 10*time.Second)
-		polls := apString(t, ctx, `JSON.stringify(window.__polls)`)
+		browser.WaitJS(t, ctx, `window.__polls.length >= 2`, 10*time.Second)
+		polls := evalJS[string](t, ctx, `JSON.stringify(window.__polls)`)
 		var at []float64
 		must(t, json.Unmarshal([]byte(polls), &at))
 		for i := 1; i < len(at); i++ {
@@ -483,20 +464,9 @@ func TestApprovalsInBrowser(t *testing.T) {
 	})
 
 	t.Run("no script errors", func(t *testing.T) {
-		if e := tab.Exceptions(); len(e) > 0 {
-			t.Errorf("uncaught exceptions: %q", e)
-		}
-		if c := tab.ConsoleErrors(); len(c) > 0 {
-			t.Errorf("console errors: %q", c)
-		}
-		for _, l := range tab.LogErrors() {
-			// The lost race is a 409 by design, the link to an unknown
-			// approval a 404.
-			if strings.HasPrefix(l, "network: ") && (strings.Contains(l, "409") || strings.Contains(l, "404")) {
-				continue
-			}
-			t.Errorf("browser log: %s", l)
-		}
+		// The lost race is a 409 by design, the link to an unknown
+		// approval a 404.
+		noScriptErrors(t, tab, "409", "404")
 	})
 }
 
@@ -504,25 +474,19 @@ func TestApprovalsInBrowser(t *testing.T) {
 // waits but no buttons, and a note saying how to get a token that may
 // decide.
 func TestApprovalsReadOnlyLogin(t *testing.T) {
-	s := newApprovalsSite(t)
-	s.post("s1", apRunStarted("run-1", "clean up"),
-		apAsks("run-1", "ap-1", "tool", "Bash", "make clean", map[string]any{"command": "make clean"}, "allow", "allow_always", "deny"))
-	tab := browser.New(t, browser.Options{})
-	ctx := tab.Ctx
-	apLogin(t, ctx, s.url, apViewerToken)
-	waitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-1"))+`)`, 10*time.Second)
-	if cmd := apString(t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-cmd`)+`).textContent`); cmd != "make clean" {
+	tab, ctx := apOpenOne(t, newApprovalsSite(t), apViewerToken)
+	if cmd := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-cmd`)+`).textContent`); cmd != "make clean" {
 		t.Errorf("command %q", cmd)
 	}
-	visible := apStrings(t, ctx, `Array.from(document.querySelectorAll('.approval button')).filter(b => b.offsetParent !== null).map(b => b.textContent)`)
+	visible := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.approval button')).filter(b => b.offsetParent !== null).map(b => b.textContent)`)
 	if len(visible) > 0 {
 		t.Errorf("buttons shown to a read-only login: %q", visible)
 	}
-	note := apString(t, ctx, `(() => { const n = document.getElementById('readonly'); return n.hidden ? '' : n.textContent.replace(/\s+/g, ' ').trim(); })()`)
+	note := evalJS[string](t, ctx, `(() => { const n = document.getElementById('readonly'); return n.hidden ? '' : n.textContent.replace(/\s+/g, ' ').trim(); })()`)
 	if note != "This login can't approve: create a token with claude-relay token create --scope approve and log in with it" {
 		t.Errorf("note %q", note)
 	}
-	if who := apString(t, ctx, `document.getElementById('who').textContent`); !strings.Contains(who, "viewer") || strings.Contains(who, "approve") {
+	if who := evalJS[string](t, ctx, `document.getElementById('who').textContent`); !strings.Contains(who, "viewer") || strings.Contains(who, "approve") {
 		t.Errorf("who %q", who)
 	}
 	if e := tab.Exceptions(); len(e) > 0 {
@@ -540,13 +504,13 @@ func TestNotificationPermissionOnClick(t *testing.T) {
 	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `window.__permission = 'default';`})
 	must(t, err)
 	apLogin(t, ctx, s.url, apViewerToken)
-	waitJS(t, ctx, `!!document.getElementById('notify-enable') && !document.getElementById('notify-enable').hidden`, 10*time.Second)
-	if n := apString(t, ctx, `String(window.__permissionAsks)`); n != "0" {
+	browser.WaitJS(t, ctx, `!!document.getElementById('notify-enable') && !document.getElementById('notify-enable').hidden`, 10*time.Second)
+	if n := evalJS[string](t, ctx, `String(window.__permissionAsks)`); n != "0" {
 		t.Errorf("asked %s times before any click", n)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__permission = 'granted'`)))
 	apClick(t, ctx, "#notify-enable")
-	waitJS(t, ctx, `window.__permissionAsks === 1 && document.getElementById('notify-enable').hidden`, 10*time.Second)
+	browser.WaitJS(t, ctx, `window.__permissionAsks === 1 && document.getElementById('notify-enable').hidden`, 10*time.Second)
 }
 
 // TestPendingQuietOnOldBackend: against a backend without the approvals
@@ -561,17 +525,17 @@ func TestPendingQuietOnOldBackend(t *testing.T) {
 	ctx := tab.Ctx
 	apRecord(t, ctx)
 	must(t, chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/approvals")))
-	waitJS(t, ctx, `window.__polls.length >= 1 && document.body.dataset.pendingApprovals === ""`, 10*time.Second)
+	browser.WaitJS(t, ctx, `window.__polls.length >= 1 && document.body.dataset.pendingApprovals === ""`, 10*time.Second)
 	// Nothing asks again: not a refresh, not the feed.
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`CRPending.refresh()`)))
 	time.Sleep(1500 * time.Millisecond)
-	if n := apString(t, ctx, `String(window.__polls.length)`); n != "1" {
+	if n := evalJS[string](t, ctx, `String(window.__polls.length)`); n != "1" {
 		t.Errorf("%s list requests to a backend that has no approvals API", n)
 	}
-	if b := apString(t, ctx, `(() => { const b = document.getElementById('approvals-badge'); return b && b.querySelector('.n') && !b.querySelector('.n').hidden ? b.textContent : ''; })()`); b != "" {
+	if b := evalJS[string](t, ctx, `(() => { const b = document.getElementById('approvals-badge'); return b && b.querySelector('.n') && !b.querySelector('.n').hidden ? b.textContent : ''; })()`); b != "" {
 		t.Errorf("badge %q shown", b)
 	}
-	if msg := apString(t, ctx, `document.getElementById('api-error').textContent`); !strings.Contains(msg, "no approvals API") {
+	if msg := evalJS[string](t, ctx, `document.getElementById('api-error').textContent`); !strings.Contains(msg, "no approvals API") {
 		t.Errorf("the approvals page says %q", msg)
 	}
 	if e := tab.Exceptions(); len(e) > 0 {
@@ -591,21 +555,16 @@ func TestApprovalsRefusedShowsWhy(t *testing.T) {
 			return peer.Process{PID: 4242, Marked: true, Chain: []int{4242, 1}}, nil
 		}
 	})
-	s.post("s1", apRunStarted("run-1", "clean up"),
-		apAsks("run-1", "ap-1", "tool", "Bash", "make clean", map[string]any{"command": "make clean"}, "allow", "allow_always", "deny"))
-	tab := browser.New(t, browser.Options{})
-	ctx := tab.Ctx
-	apLogin(t, ctx, s.url, apPhoneToken)
-	waitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-1"))+`)`, 10*time.Second)
+	_, ctx := apOpenOne(t, s, apPhoneToken)
 	apClick(t, ctx, apCard("ap-1")+` button[data-decision="allow"]`)
 	apWaitStatus(t, ctx, "ap-1", "refused: this decision comes from a process started by a claude-relay run (pid 4242)")
-	if cls := apString(t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-status`)+`).className`); cls != "a-status error" {
+	if cls := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-status`)+`).className`); cls != "a-status error" {
 		t.Errorf("status class %q", cls)
 	}
 	if a := s.apGet("ap-1"); a.State != "pending" || a.Remote != nil {
 		t.Errorf("after the refusal: %+v", a)
 	}
-	if hidden := apString(t, ctx, `String(document.querySelector(`+jsString(apCard("ap-1")+` .a-actions`)+`).hidden)`); hidden != "false" {
+	if hidden := evalJS[string](t, ctx, `String(document.querySelector(`+jsString(apCard("ap-1")+` .a-actions`)+`).hidden)`); hidden != "false" {
 		t.Errorf("the buttons went away after a refusal")
 	}
 }

@@ -1,13 +1,8 @@
 package dashboard_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -38,21 +33,11 @@ type site struct {
 
 func newSite(t *testing.T, st store.Store) *site {
 	t.Helper()
-	srv := backend.New(backend.Options{
+	url := serve(t, backend.Options{
 		Store:  st,
 		Tokens: func() []config.Secret { return []config.Secret{token} },
 	})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		_ = st.Close()
-	})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return &site{t: t, url: ts.URL, seq: map[string]int64{}}
+	return &site{t: t, url: url, seq: map[string]int64{}}
 }
 
 // ev is one event to post: its type, source and data.
@@ -77,26 +62,11 @@ func (s *site) envelope(session string, e ev) map[string]any {
 // post sends events in batches of at most 500.
 func (s *site) post(session string, evs ...ev) {
 	s.t.Helper()
-	for len(evs) > 0 {
-		n := min(len(evs), 500)
-		batch := make([]map[string]any, n)
-		for i := range n {
-			batch[i] = s.envelope(session, evs[i])
-		}
-		evs = evs[n:]
-		body, _ := json.Marshal(map[string]any{"events": batch})
-		req, _ := http.NewRequest("POST", s.url+"/api/sessions/"+session+"/events/batch", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || bytes.Contains(out, []byte(`"status":400`)) {
-			s.t.Fatalf("posting events: %d %s", resp.StatusCode, out)
-		}
+	envs := make([]map[string]any, len(evs))
+	for i, e := range evs {
+		envs[i] = s.envelope(session, e)
 	}
+	postBatch(s.t, s.url, session, envs)
 }
 
 // CLI-shaped events (stream-json lines).
@@ -181,7 +151,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		// The right token lands on the page asked for first.
 		must(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login"))))
-		waitJS(t, ctx, `location.pathname === "/sessions/demo" && document.body.dataset.state === "ready"`, 20*time.Second)
+		browser.WaitJS(t, ctx, `location.pathname === "/sessions/demo" && document.body.dataset.state === "ready"`, 20*time.Second)
 		cookies, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`))
 		if err != nil || cookies != "" {
 			t.Errorf("the session cookie is readable from script: %q (%v)", cookies, err)
@@ -249,7 +219,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("the page opened dialogs: %q", d)
 		}
 		// Rendered as Markdown, the same text keeps nothing that runs.
-		waitJS(t, ctx, `Array.from(document.querySelectorAll('.entry.assistant .md a')).some(a => a.textContent === 'ok')`, 10*time.Second)
+		browser.WaitJS(t, ctx, `Array.from(document.querySelectorAll('.entry.assistant .md a')).some(a => a.textContent === 'ok')`, 10*time.Second)
 		bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
 			const out = window.__pwned === undefined ? [] : ['window.__pwned is set'];
 			for (const n of document.querySelectorAll('#timeline *')) for (const a of n.attributes) {
@@ -282,26 +252,26 @@ func TestDashboardInBrowser(t *testing.T) {
 		// The follow-up lands in this session (--session), in the
 		// conversation's directory (--cwd), on this conversation (--resume).
 		resumeCmd := "claude-relay run --session demo --cwd /work/project --resume " + conv + " 'next prompt'"
-		waitJS(t, ctx, `document.getElementById('resume-cmd').textContent === `+jsString(resumeCmd), 10*time.Second)
-		status, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("s-status")))
+		browser.WaitJS(t, ctx, `document.getElementById('resume-cmd').textContent === `+jsString(resumeCmd), 10*time.Second)
+		status, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("s-status").textContent`))
 		if err != nil || status != "completed" {
 			t.Errorf("status %q (%v)", status, err)
 		}
-		cost, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("s-cost")))
+		cost, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("s-cost").textContent`))
 		if err != nil || cost != "$0.0421" {
 			t.Errorf("cost %q (%v)", cost, err)
 		}
 		// The copy button copies the command (the clipboard may be denied
 		// headless; the button then says so instead of failing silently).
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("copy-resume"))))
-		waitJS(t, ctx, `/Copied|Copy failed/.test(document.getElementById('copy-resume').textContent)`, 5*time.Second)
+		browser.WaitJS(t, ctx, `/Copied|Copy failed/.test(document.getElementById('copy-resume').textContent)`, 5*time.Second)
 		// What reaches the clipboard is the whole command: a recording
 		// clipboard stands in for the real one, which headless Chromium may
 		// deny.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](
 			`window.__copied = null; navigator.clipboard.writeText = async (s) => { window.__copied = s; }; undefined`)))
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("copy-resume"))))
-		waitJS(t, ctx, `window.__copied !== null`, 5*time.Second)
+		browser.WaitJS(t, ctx, `window.__copied !== null`, 5*time.Second)
 		copied, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.__copied`))
 		if err != nil || copied != resumeCmd {
 			t.Errorf("copied %q (%v), want %q", copied, err, resumeCmd)
@@ -320,24 +290,26 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	t.Run("live event without reload", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noReload = 1`)))
-		waitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
 		s.post("demo", assistant(conv, text("a live message 7f3a")))
-		waitJS(t, ctx, `Array.from(document.querySelectorAll('.entry.assistant .text')).some(e => e.textContent === "a live message 7f3a")`, 10*time.Second)
+		browser.WaitJS(t, ctx, `Array.from(document.querySelectorAll('.entry.assistant .text')).some(e => e.textContent === "a live message 7f3a")`, 10*time.Second)
 		same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__noReload === 1`))
 		if err != nil || !same {
 			t.Errorf("the page reloaded (%v)", err)
 		}
 		// A tool result arriving later folds under its rendered call.
 		s.post("demo", assistant(conv, toolUse("toolu_live", "Bash", map[string]any{"command": "date"})))
-		waitJS(t, ctx, `!!document.querySelector('.entry.tool[data-tool-use-id="toolu_live"]')`, 10*time.Second)
+		browser.WaitJS(t, ctx, `!!document.querySelector('.entry.tool[data-tool-use-id="toolu_live"]')`, 10*time.Second)
 		s.post("demo", toolResults(conv, toolResult("toolu_live", "Fri Nov 21", false)))
-		waitJS(t, ctx, `(document.querySelector('.entry.tool[data-tool-use-id="toolu_live"] .result pre') || {}).textContent === "Fri Nov 21"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `(document.querySelector('.entry.tool[data-tool-use-id="toolu_live"] .result pre') || {}).textContent === "Fri Nov 21"`, 10*time.Second)
 	})
 
 	t.Run("session list is live", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/")))
-		waitJS(t, ctx, `!!document.querySelector('#sessions tr[data-id="demo"]')`, 10*time.Second)
-		row, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#sessions tr[data-id="demo"]`)))
+		// Read in one evaluation: the live list may re-render the row
+		// between finding it and reading it.
+		browser.WaitJS(t, ctx, `(document.querySelector('#sessions tr[data-id="demo"]') || {}).textContent.includes("completed")`, 10*time.Second)
+		row, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#sessions tr[data-id="demo"]').textContent`))
 		must(t, err)
 		for _, want := range []string{"completed", conv, "$0.0421"} {
 			if !strings.Contains(row, want) {
@@ -345,7 +317,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			}
 		}
 		s.post("fresh-session", initEvent("c2"), ev{"relay.run_started", "relay", map[string]any{}})
-		waitJS(t, ctx, `!!document.querySelector('#sessions tr[data-id="fresh-session"]')`, 10*time.Second)
+		browser.WaitJS(t, ctx, `!!document.querySelector('#sessions tr[data-id="fresh-session"]')`, 10*time.Second)
 		first, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#sessions tbody tr').dataset.id`))
 		if err != nil || first != "fresh-session" {
 			t.Errorf("newest session not first: %q (%v)", first, err)
@@ -353,19 +325,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 
 	t.Run("no script errors", func(t *testing.T) {
-		if e := tab.Exceptions(); len(e) > 0 {
-			t.Errorf("uncaught exceptions: %q", e)
-		}
-		if c := tab.ConsoleErrors(); len(c) > 0 {
-			t.Errorf("console errors: %q", c)
-		}
-		for _, l := range tab.LogErrors() {
-			// The login page and the wrong token are 401s by design.
-			if strings.HasPrefix(l, "network: ") && strings.Contains(l, "401") {
-				continue
-			}
-			t.Errorf("browser log: %s", l)
-		}
+		// The login page and the wrong token are 401s by design.
+		noScriptErrors(t, tab, "401")
 	})
 }
 
@@ -439,48 +400,16 @@ func TestDashboardLargeSession(t *testing.T) {
 	// A click is handled promptly and brings older entries.
 	clickAt := time.Now()
 	must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("load-older"))))
-	waitJS(t, ctx, fmt.Sprintf(`document.querySelectorAll('#timeline .entry').length > %d`, rendered), 20*time.Second)
+	browser.WaitJS(t, ctx, fmt.Sprintf(`document.querySelectorAll('#timeline .entry').length > %d`, rendered), 20*time.Second)
 	t.Logf("load older: %v for the click and the first chunk", time.Since(clickAt))
 
 	// Live events still arrive on a big session.
-	waitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
 	s.post("big", assistant(conv, text("live after 10k")))
-	waitJS(t, ctx, `Array.from(document.querySelectorAll('.entry .text')).some(e => e.textContent === "live after 10k")`, 10*time.Second)
+	browser.WaitJS(t, ctx, `Array.from(document.querySelectorAll('.entry .text')).some(e => e.textContent === "live after 10k")`, 10*time.Second)
 	if e := tab.Exceptions(); len(e) > 0 {
 		t.Errorf("uncaught exceptions: %q", e)
 	}
-}
-
-func login(t *testing.T, ctx context.Context, base string) {
-	t.Helper()
-	must(t, chromedp.Do(ctx,
-		chromedp.Navigate(base+"/login"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Click(chromedp.ID("login")),
-	))
-	waitJS(t, ctx, `location.pathname === "/" && !!document.getElementById("sessions")`, 20*time.Second)
-}
-
-// waitJS waits until expr is true in the page. It evaluates in a loop
-// rather than with chromedp.Poll, because a navigation (a form submit)
-// destroys the page's context under a running poll.
-func waitJS(t *testing.T, ctx context.Context, expr string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		if err == nil && ok {
-			return
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("waiting %v for %s: last error %v", d, expr, lastErr)
 }
 
 func must(t *testing.T, err error) {

@@ -73,7 +73,7 @@ func TestCostPageInBrowser(t *testing.T) {
 	must(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)))
 	login(t, ctx, s.url)
 	must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/cost")))
-	waitJS(t, ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
 
 	t.Run("bars", func(t *testing.T) {
 		days, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
@@ -134,14 +134,14 @@ func TestCostPageInBrowser(t *testing.T) {
 		if err != nil || strings.Join(projects, ",") != "webapp,infra" {
 			t.Errorf("by project %q (%v)", projects, err)
 		}
-		screenshot(t, tab, "cost.png")
+		screenshot(t, tab, "cost.png", 0, 0)
 	})
 
 	t.Run("project filter", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](
 			`(() => { const e = document.getElementById('project'); e.value = '/work/infra'; e.dispatchEvent(new Event('change')); })()`)))
 		wantText := fmt.Sprintf("$%.2f", infra)
-		waitJS(t, ctx, `document.getElementById('t-cost').textContent === `+jsString(wantText), 10*time.Second)
+		browser.WaitJS(t, ctx, `document.getElementById('t-cost').textContent === `+jsString(wantText), 10*time.Second)
 		search, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`))
 		if err != nil || search != "?project=%2Fwork%2Finfra" {
 			t.Errorf("URL query %q (%v)", search, err)
@@ -152,29 +152,29 @@ func TestCostPageInBrowser(t *testing.T) {
 			t.Errorf("%d project options (%v), want all projects, webapp, infra", opts, err)
 		}
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`history.back()`)))
-		waitJS(t, ctx, `document.getElementById('t-cost').textContent === `+jsString(fmt.Sprintf("$%.2f", want)), 10*time.Second)
+		browser.WaitJS(t, ctx, `document.getElementById('t-cost').textContent === `+jsString(fmt.Sprintf("$%.2f", want)), 10*time.Second)
 	})
 
 	t.Run("tokens and range", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("m-tokens"))))
-		waitJS(t, ctx, `document.getElementById('chart-title').textContent === "Tokens by day" && location.search === "?metric=tokens"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.getElementById('chart-title').textContent === "Tokens by day" && location.search === "?metric=tokens"`, 10*time.Second)
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg.chart rect.bar').length`))
 		if err != nil || n != 6 {
 			t.Errorf("%d token bars (%v)", n, err)
 		}
 		// 90 days reach the old session.
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`.presets button[data-days="90"]`))))
-		waitJS(t, ctx, `document.getElementById('t-cost').textContent === `+jsString(fmt.Sprintf("$%.2f", want+9)), 10*time.Second)
+		browser.WaitJS(t, ctx, `document.getElementById('t-cost').textContent === `+jsString(fmt.Sprintf("$%.2f", want+9)), 10*time.Second)
 		// A range with nothing in it says so.
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/cost?from=2020-01-01&to=2020-01-31")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready" && !document.getElementById('empty').hidden`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && !document.getElementById('empty').hidden`, 10*time.Second)
 		msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('empty').textContent`))
 		if err != nil || !strings.Contains(msg, "2020-01-01 and 2020-01-31") || !strings.Contains(msg, "widen the range") {
 			t.Errorf("empty state %q (%v)", msg, err)
 		}
 	})
 
-	t.Run("no script errors", func(t *testing.T) { noScriptErrors(t, tab) })
+	t.Run("no script errors", func(t *testing.T) { noScriptErrors(t, tab, "401") })
 }
 
 // TestCostPageSafety: model and project names are text, in the chart's
@@ -186,7 +186,7 @@ func TestCostPageSafety(t *testing.T) {
 	tab := browser.New(t, browser.Options{})
 	login(t, tab.Ctx, s.url)
 	must(t, chromedp.Do(tab.Ctx, chromedp.Navigate(s.url+"/cost")))
-	waitJS(t, tab.Ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
+	browser.WaitJS(t, tab.Ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
 	got, err := chromedp.Run(tab.Ctx, chromedp.Evaluate[string](`document.querySelector('#by-model tbody td.name').textContent + "|" + document.querySelector('#by-project tbody td.name').textContent + "|" + document.querySelector('#legend .name').textContent`))
 	if err != nil || got != xss+"|"+xssDir+"|"+xss {
 		t.Errorf("names %q (%v)", got, err)
@@ -195,5 +195,5 @@ func TestCostPageSafety(t *testing.T) {
 	if err != nil || n != 0 {
 		t.Errorf("%d <img> in the page (%v)", n, err)
 	}
-	noScriptErrors(t, tab)
+	noScriptErrors(t, tab, "401")
 }

@@ -1,19 +1,16 @@
 package dashboard_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -32,18 +29,7 @@ func (s *site) postAt(session string, at time.Time, evs ...ev) {
 		batch[i] = s.envelope(session, e)
 		batch[i]["timestamp"] = at.Add(time.Duration(i) * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	}
-	body, _ := json.Marshal(map[string]any{"events": batch})
-	req, _ := http.NewRequest("POST", s.url+"/api/sessions/"+session+"/events/batch", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || bytes.Contains(out, []byte(`"status":400`)) {
-		s.t.Fatalf("posting events: %d %s", resp.StatusCode, out)
-	}
+	postBatch(s.t, s.url, session, batch)
 }
 
 // get reads a JSON API answer with the token.
@@ -126,63 +112,6 @@ func terminalRun(id, prompt, cwd, tool string) []ev {
 	}
 }
 
-// screenshot saves the viewport as DIR/name when CLAUDE_RELAY_SCREENSHOTS=DIR
-// (the README's pictures come from here).
-func screenshot(t *testing.T, tab *browser.Tab, name string) {
-	t.Helper()
-	dir := os.Getenv("CLAUDE_RELAY_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	must(t, chromedp.Do(tab.Ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0); document.activeElement && document.activeElement.blur()`)))
-	png, err := chromedp.Run(tab.Ctx, chromedp.CaptureScreenshot())
-	must(t, err)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", p, len(png))
-}
-
-func noScriptErrors(t *testing.T, tab *browser.Tab) {
-	t.Helper()
-	if e := tab.Exceptions(); len(e) > 0 {
-		t.Errorf("uncaught exceptions: %q", e)
-	}
-	if c := tab.ConsoleErrors(); len(c) > 0 {
-		t.Errorf("console errors: %q", c)
-	}
-	for _, l := range tab.LogErrors() {
-		if strings.HasPrefix(l, "network: ") && strings.Contains(l, "401") {
-			continue // the login page is a 401 by design
-		}
-		t.Errorf("browser log: %s", l)
-	}
-	if d := tab.Dialogs(); len(d) > 0 {
-		t.Errorf("the page opened dialogs: %q", d)
-	}
-}
-
-// pressSlash types "/" as a keyboard does: one keyDown that carries its
-// text, so a page that cancels the keydown gets no character (chromedp's
-// KeyEvent sends the character as a separate event that no handler can
-// cancel, which no real keyboard does).
-func pressSlash(t *testing.T, ctx context.Context) {
-	t.Helper()
-	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
-		p := input.DispatchKeyEventParams{Type: typ, Key: "/", Code: "Slash", WindowsVirtualKeyCode: 191, NativeVirtualKeyCode: 191}
-		if typ == input.DispatchKeyEventTypeKeyDown {
-			p.Text, p.UnmodifiedText = "/", "/"
-		}
-		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // xssDir is a directory name that is markup.
 const xssDir = `<img src=x onerror=alert(2)>`
 
@@ -223,7 +152,7 @@ func TestSessionListInBrowser(t *testing.T) {
 	// 1280x800, the screenshots' size.
 	must(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)))
 	login(t, ctx, s.url)
-	waitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.live === "1"`, 20*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.live === "1"`, 20*time.Second)
 
 	t.Run("rows tell sessions apart", func(t *testing.T) {
 		ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](rowIDs))
@@ -284,9 +213,9 @@ func TestSessionListInBrowser(t *testing.T) {
 	t.Run("live status and new sessions", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noReload = 1`)))
 		s.post("acp-1", resultCost("conv-acp-1", 0.5, 100, 10), runCompleted("run-acp-1"))
-		waitJS(t, ctx, cell("acp-1", ".status")+` === "completed"`, 10*time.Second)
+		browser.WaitJS(t, ctx, cell("acp-1", ".status")+` === "completed"`, 10*time.Second)
 		s.post("live-new", runStarted("run-live", "Profile the slow query", "/work/webapp", "claude-sonnet-4-5", ""))
-		waitJS(t, ctx, rowIDs+`[0] === "live-new"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`[0] === "live-new"`, 10*time.Second)
 		same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__noReload === 1`))
 		if err != nil || !same {
 			t.Errorf("the page reloaded (%v)", err)
@@ -295,7 +224,7 @@ func TestSessionListInBrowser(t *testing.T) {
 
 	t.Run("load more", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("load-more"))))
-		waitJS(t, ctx, `document.querySelectorAll('#sessions tbody tr').length === `+fmt.Sprint(total+1), 10*time.Second)
+		browser.WaitJS(t, ctx, `document.querySelectorAll('#sessions tbody tr').length === `+fmt.Sprint(total+1), 10*time.Second)
 		ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](rowIDs))
 		must(t, err)
 		seen := map[string]bool{}
@@ -308,19 +237,19 @@ func TestSessionListInBrowser(t *testing.T) {
 		if ids[len(ids)-1] != "chore-00" {
 			t.Errorf("last row %s, want the oldest session", ids[len(ids)-1])
 		}
-		waitJS(t, ctx, `document.getElementById('load-more').hidden`, 5*time.Second)
+		browser.WaitJS(t, ctx, `document.getElementById('load-more').hidden`, 5*time.Second)
 	})
 
 	t.Run("slash focuses search", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`)))
-		pressSlash(t, ctx)
+		pressKey(t, ctx, "/", "Slash", 191)
 		focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id + "|" + document.getElementById('q').value`))
 		if err != nil || focused != "q|" {
 			t.Errorf("after /: focus|value %q (%v), want the empty search box", focused, err)
 		}
 		// Typing a slash in an input types it.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('from').focus()`)))
-		pressSlash(t, ctx)
+		pressKey(t, ctx, "/", "Slash", 191)
 		focused, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
 		if err != nil || focused != "from" {
 			t.Errorf("/ in another input moved focus to %q (%v)", focused, err)
@@ -329,28 +258,28 @@ func TestSessionListInBrowser(t *testing.T) {
 
 	t.Run("search", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("q")), chromedp.SendKeys(chromedp.ID("q"), "fla")))
-		waitJS(t, ctx, `location.search === "?q=fla" && document.body.dataset.state === "ready"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `location.search === "?q=fla" && document.body.dataset.state === "ready"`, 10*time.Second)
 		must(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("q"), "ky")))
-		waitJS(t, ctx, rowIDs+`.join() === "bg-1" && location.search === "?q=flaky"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "bg-1" && location.search === "?q=flaky"`, 10*time.Second)
 		// Live news under a search: a new match appears, a session that
 		// does not match stays out.
 		s.post("flaky-2", backgroundRun("flaky-2", "Quarantine the flaky payment test", "/work/tests", "claude-sonnet-4-5", "Bash", 0.031)...)
-		waitJS(t, ctx, rowIDs+`.join() === "flaky-2,bg-1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "flaky-2,bg-1"`, 10*time.Second)
 		s.post("other-1", backgroundRun("other-1", "Summarize yesterday's incidents", "/work/tests", "claude-opus-4-1", "Read", 0.12)...)
 		s.post("flaky-3", backgroundRun("flaky-3", "Retry the flaky upload on CI", "/work/tests", "claude-sonnet-4-5", "Bash", 0.018)...)
-		waitJS(t, ctx, rowIDs+`.join() === "flaky-3,flaky-2,bg-1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "flaky-3,flaky-2,bg-1"`, 10*time.Second)
 		// A tool name finds the terminal session that called it.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => { const q = document.getElementById('q'); q.value = 'webfetch'; q.dispatchEvent(new Event('input')); })()`)))
-		waitJS(t, ctx, rowIDs+`.join() === "term-1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "term-1"`, 10*time.Second)
 		// Back brings the previous search, box and all; typing that only
 		// refined it ("fla", then "flaky") left one entry, not two.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`history.back()`)))
-		waitJS(t, ctx, rowIDs+`.join() === "flaky-3,flaky-2,bg-1" && document.getElementById('q').value === "flaky"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "flaky-3,flaky-2,bg-1" && document.getElementById('q').value === "flaky"`, 10*time.Second)
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`history.back()`)))
-		waitJS(t, ctx, `location.search === "" && document.getElementById('q').value === "" && document.querySelectorAll('#sessions tbody tr').length === 50`, 10*time.Second)
+		browser.WaitJS(t, ctx, `location.search === "" && document.getElementById('q').value === "" && document.querySelectorAll('#sessions tbody tr').length === 50`, 10*time.Second)
 		// A link with the query opens the same view.
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/?q=TLS+certificates")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready" && `+rowIDs+`.join() === "term-1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && `+rowIDs+`.join() === "term-1"`, 10*time.Second)
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('q').value`))
 		if err != nil || v != "TLS certificates" {
 			t.Errorf("search box %q (%v)", v, err)
@@ -359,20 +288,20 @@ func TestSessionListInBrowser(t *testing.T) {
 
 	t.Run("filters", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready"`, 10*time.Second)
 		set := func(id, v string) {
 			must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
 				`(() => { const e = document.getElementById(%q); e.value = %q; e.dispatchEvent(new Event('change')); })()`, id, v))))
 		}
 		set("status", "running")
-		waitJS(t, ctx, rowIDs+`.join() === "live-new"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "live-new"`, 10*time.Second)
 		set("status", "")
 		// The project select offers the projects seen, by name.
-		waitJS(t, ctx, `Array.from(document.querySelectorAll('#project option')).some(o => o.value === "/work/infra" && o.textContent === "infra")`, 10*time.Second)
+		browser.WaitJS(t, ctx, `Array.from(document.querySelectorAll('#project option')).some(o => o.value === "/work/infra" && o.textContent === "infra")`, 10*time.Second)
 		set("project", "/work/infra")
-		waitJS(t, ctx, rowIDs+`.join() === "term-1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "term-1"`, 10*time.Second)
 		set("project", "/work/webapp")
-		waitJS(t, ctx, rowIDs+`.join() === "live-new,acp-1,bg-1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, rowIDs+`.join() === "live-new,acp-1,bg-1"`, 10*time.Second)
 		search, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`))
 		if search != "?project=%2Fwork%2Fwebapp" {
 			t.Errorf("URL query %q", search)
@@ -380,36 +309,36 @@ func TestSessionListInBrowser(t *testing.T) {
 		// A range after today matches nothing, and the page says what to do.
 		tomorrow := time.Now().AddDate(0, 0, 1).Format("2006-01-02")
 		set("from", tomorrow)
-		waitJS(t, ctx, `!document.getElementById('no-match').hidden && document.querySelectorAll('#sessions tbody tr').length === 0`, 10*time.Second)
+		browser.WaitJS(t, ctx, `!document.getElementById('no-match').hidden && document.querySelectorAll('#sessions tbody tr').length === 0`, 10*time.Second)
 		msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('no-match').textContent`))
 		if err != nil || !strings.Contains(msg, "webapp") || !strings.Contains(msg, tomorrow) || !strings.Contains(msg, "clear the filters") {
 			t.Errorf("empty state %q (%v)", msg, err)
 		}
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("clear-empty"))))
-		waitJS(t, ctx, `document.querySelectorAll('#sessions tbody tr').length === 50 && location.search === ""`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.querySelectorAll('#sessions tbody tr').length === 50 && location.search === ""`, 10*time.Second)
 		today := time.Now().Format("2006-01-02")
 		set("to", today)
-		waitJS(t, ctx, `document.querySelectorAll('#sessions tbody tr').length === 50 && location.search === "?to=`+today+`"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.querySelectorAll('#sessions tbody tr').length === 50 && location.search === "?to=`+today+`"`, 10*time.Second)
 	})
 
 	t.Run("row opens the session", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready"`, 10*time.Second)
-		screenshot(t, tab, "list.png")
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready"`, 10*time.Second)
+		screenshot(t, tab, "list.png", 0, 0)
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#sessions tr[data-id="bg-1"] td.model`))))
-		waitJS(t, ctx, `location.pathname === "/sessions/bg-1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `location.pathname === "/sessions/bg-1"`, 10*time.Second)
 	})
 
 	t.Run("header links", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready"`, 10*time.Second)
 		links, err := chromedp.Run(ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('header .nav a')).map(a => a.getAttribute('href')).join()`))
 		if err != nil || links != "/,/cost,/approvals" {
 			t.Errorf("nav links %q (%v)", links, err)
 		}
 	})
 
-	t.Run("no script errors", func(t *testing.T) { noScriptErrors(t, tab) })
+	t.Run("no script errors", func(t *testing.T) { noScriptErrors(t, tab, "401") })
 }
 
 // TestSessionListEmpty: a new install says how to get a first session.
@@ -417,18 +346,18 @@ func TestSessionListEmpty(t *testing.T) {
 	s := newSite(t, memstore.New())
 	tab := browser.New(t, browser.Options{})
 	login(t, tab.Ctx, s.url)
-	waitJS(t, tab.Ctx, `document.body.dataset.state === "ready" && !document.getElementById('empty').hidden`, 10*time.Second)
+	browser.WaitJS(t, tab.Ctx, `document.body.dataset.state === "ready" && !document.getElementById('empty').hidden`, 10*time.Second)
 	msg, err := chromedp.Run(tab.Ctx, chromedp.Evaluate[string](`document.getElementById('empty').textContent`))
 	if err != nil || !strings.Contains(msg, `claude-relay run "hello"`) {
 		t.Errorf("empty state %q (%v)", msg, err)
 	}
 	// The first session appears by itself.
 	s.post("first", runStarted("r1", "hello", "/work/x", "claude-sonnet-4-5", ""))
-	waitJS(t, tab.Ctx, rowIDs+`.join() === "first" && document.getElementById('empty').hidden`, 10*time.Second)
+	browser.WaitJS(t, tab.Ctx, rowIDs+`.join() === "first" && document.getElementById('empty').hidden`, 10*time.Second)
 	// A session with no prompt yet goes by its ID.
 	s.post("no-prompt-yet", initEvent("c-untitled"))
-	waitJS(t, tab.Ctx, cell("no-prompt-yet", ".title-link.untitled")+` === "no-prompt-yet"`, 10*time.Second)
-	noScriptErrors(t, tab)
+	browser.WaitJS(t, tab.Ctx, cell("no-prompt-yet", ".title-link.untitled")+` === "no-prompt-yet"`, 10*time.Second)
+	noScriptErrors(t, tab, "401")
 }
 
 // seedStore appends n background sessions straight into st (the HTTP API
@@ -470,7 +399,7 @@ func timeInPage(t *testing.T, ctx context.Context, action, done string) time.Dur
 		`+action+`;
 		requestAnimationFrame(poll);
 	})()`)))
-	waitJS(t, ctx, `window.__took !== undefined`, 30*time.Second)
+	browser.WaitJS(t, ctx, `window.__took !== undefined`, 30*time.Second)
 	ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.__took`))
 	must(t, err)
 	return time.Duration(ms * float64(time.Millisecond))
@@ -509,7 +438,7 @@ func TestSessionListLarge(t *testing.T) {
 		return v
 	}
 	must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/")))
-	waitJS(t, ctx, `document.body.dataset.state === "ready" && document.querySelectorAll('#sessions tbody tr').length === 50`, 30*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.querySelectorAll('#sessions tbody tr').length === 50`, 30*time.Second)
 	load, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`performance.now()`))
 	must(t, err)
 	t.Logf("first page of %d sessions: on screen within %.0f ms of navigation, server %s ms", n, load, serverMs())
@@ -535,5 +464,5 @@ func TestSessionListLarge(t *testing.T) {
 			t.Errorf("search result %q does not match", title)
 		}
 	}
-	noScriptErrors(t, tab)
+	noScriptErrors(t, tab, "401")
 }

@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -43,24 +42,6 @@ func spBigSession(session string, n int) []map[string]any {
 	return envs
 }
 
-// spServer is a backend on loopback over a fresh fake store.
-func spServer(tb testing.TB) string {
-	tb.Helper()
-	st := memstore.New()
-	srv := backend.New(backend.Options{Store: st, Tokens: func() []config.Secret { return []config.Secret{token} }})
-	ts := httptest.NewServer(srv.Handler())
-	tb.Cleanup(func() {
-		ts.Close()
-		_ = st.Close()
-	})
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return ts.URL
-}
-
 // spMark is a performance mark's time in ms since the page's navigation.
 func spMark(tb testing.TB, ctx context.Context, name string) float64 {
 	tb.Helper()
@@ -83,12 +64,12 @@ func spMark(tb testing.TB, ctx context.Context, name string) float64 {
 //     "Jump to latest" (the End key), until the last event is on screen.
 func BenchmarkSessionPage(b *testing.B) {
 	const n = 10000
-	url := spServer(b)
-	spBatch(b, url, "big", spBigSession("big", n))
-	spBatch(b, url, "empty", spBigSession("empty", 1))
+	url := serve(b, backend.Options{Store: memstore.New(), Tokens: func() []config.Secret { return []config.Secret{token} }})
+	postBatch(b, url, "big", spBigSession("big", n))
+	postBatch(b, url, "empty", spBigSession("empty", 1))
 	tab := browser.New(b, browser.Options{Width: 1280, Height: 800, Timeout: 30 * time.Minute})
 	ctx := tab.Ctx
-	spLogin(b, ctx, url)
+	login(b, ctx, url)
 
 	load := func(b *testing.B, path string, i int) {
 		b.Helper()
@@ -103,7 +84,7 @@ func BenchmarkSessionPage(b *testing.B) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s%s%sn=%d%s", url, page, sep, i, hash))); err != nil {
 			b.Fatal(err)
 		}
-		spWait(b, ctx, `document.body.dataset.state === "ready"`, 60*time.Second)
+		browser.WaitJS(b, ctx, `document.body.dataset.state === "ready"`, 60*time.Second)
 	}
 	report := func(b *testing.B, total float64) {
 		mean := total / float64(b.N)
@@ -138,7 +119,7 @@ func BenchmarkSessionPage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			spWait(b, ctx, `document.body.dataset.at === "end"`, 60*time.Second)
+			browser.WaitJS(b, ctx, `document.body.dataset.at === "end"`, 60*time.Second)
 			total += spMark(b, ctx, "cr:end") - start
 		}
 		report(b, total)

@@ -1,20 +1,11 @@
 package dashboard_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/claude-relay/claude-relay/internal/backend/memstore"
@@ -38,28 +29,7 @@ func (s *site) spPost(session string, evs ...spInter) {
 		envs[i] = s.envelope(session, e.ev)
 		envs[i]["interaction_id"] = e.inter
 	}
-	spBatch(s.t, s.url, session, envs)
-}
-
-// spBatch posts envelopes in batches of 500.
-func spBatch(tb testing.TB, url, session string, envs []map[string]any) {
-	tb.Helper()
-	for len(envs) > 0 {
-		n := min(len(envs), 500)
-		body, _ := json.Marshal(map[string]any{"events": envs[:n]})
-		envs = envs[n:]
-		req, _ := http.NewRequest("POST", url+"/api/sessions/"+session+"/events/batch", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || bytes.Contains(out, []byte(`"status":400`)) {
-			tb.Fatalf("posting events: %d %s", resp.StatusCode, out)
-		}
-	}
+	postBatch(s.t, s.url, session, envs)
 }
 
 func sub(parent string, e ev) ev {
@@ -165,107 +135,11 @@ func terminalSession(conv string) []ev {
 // spOpen logs in and opens a session's page, waiting until it is ready.
 func spOpen(t *testing.T, tab *browser.Tab, s *site, path string) {
 	t.Helper()
-	spLogin(t, tab.Ctx, s.url)
+	login(t, tab.Ctx, s.url)
 	if err := chromedp.Do(tab.Ctx, chromedp.Navigate(s.url+path)); err != nil {
 		t.Fatal(err)
 	}
-	spWait(t, tab.Ctx, `document.body.dataset.state === "ready"`, 30*time.Second)
-}
-
-// spLogin logs the tab in with the test token.
-func spLogin(tb testing.TB, ctx context.Context, base string) {
-	tb.Helper()
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/login"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token),
-		chromedp.Click(chromedp.ID("login")),
-	)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	spWait(tb, ctx, `location.pathname === "/" && document.readyState === "complete"`, 20*time.Second)
-}
-
-// spWait waits until expr is true in the page (evaluated in a loop: a
-// navigation destroys the context under chromedp.Poll).
-func spWait(tb testing.TB, ctx context.Context, expr string, d time.Duration) {
-	tb.Helper()
-	deadline := time.Now().Add(d)
-	var lastErr error
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		if err == nil && ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(10 * time.Millisecond)
-	}
-	tb.Fatalf("waiting %v for %s: last error %v", d, expr, lastErr)
-}
-
-// spEval evaluates expr in the page.
-func spEval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
-
-// spKey presses a key as a keyboard does (keyDown with its text, keyUp).
-func spKey(t *testing.T, ctx context.Context, key string) {
-	t.Helper()
-	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
-		p := input.DispatchKeyEventParams{Type: typ, Key: key, Code: "Key" + strings.ToUpper(key)}
-		if typ == input.DispatchKeyEventTypeKeyDown {
-			p.Text, p.UnmodifiedText = key, key
-		}
-		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// spShot saves the page's first screen (1280x800) as DIR/name when
-// CLAUDE_RELAY_SCREENSHOTS=DIR.
-func spShot(t *testing.T, tab *browser.Tab, name, scroll string) {
-	t.Helper()
-	dir := os.Getenv("CLAUDE_RELAY_SCREENSHOTS")
-	if dir == "" {
-		return
-	}
-	_, err := chromedp.Call(tab.Ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 800, DeviceScaleFactor: 1})
-	must(t, err)
-	must(t, chromedp.Do(tab.Ctx, chromedp.Evaluate[chromedp.Void](scroll+`; document.activeElement && document.activeElement.blur()`)))
-	png, err := chromedp.Run(tab.Ctx, chromedp.CaptureScreenshot())
-	must(t, err)
-	must(t, os.MkdirAll(dir, 0o755))
-	p := filepath.Join(dir, name)
-	must(t, os.WriteFile(p, png, 0o644))
-	t.Logf("screenshot: %s (%d bytes)", p, len(png))
-}
-
-// spClean fails t for uncaught exceptions, console errors, CSP reports or
-// dialogs in the tab.
-func spClean(t *testing.T, tab *browser.Tab) {
-	t.Helper()
-	if e := tab.Exceptions(); len(e) > 0 {
-		t.Errorf("uncaught exceptions: %q", e)
-	}
-	if c := tab.ConsoleErrors(); len(c) > 0 {
-		t.Errorf("console errors: %q", c)
-	}
-	for _, l := range tab.LogErrors() {
-		if strings.HasPrefix(l, "network: ") && (strings.Contains(l, "401") || strings.Contains(l, "/api/approvals")) {
-			continue // the login page is a 401 by design; approvals are not this page's
-		}
-		t.Errorf("browser log: %s", l)
-	}
-	if d := tab.Dialogs(); len(d) > 0 {
-		t.Errorf("the page opened dialogs: %q", d)
-	}
+	browser.WaitJS(t, tab.Ctx, `document.body.dataset.state === "ready"`, 30*time.Second)
 }
 
 // TestSessionConversation: a background session reads as a conversation.
@@ -279,36 +153,36 @@ func TestSessionConversation(t *testing.T) {
 	spOpen(t, tab, s, "/sessions/bg")
 
 	t.Run("prompt first, grouped by turn", func(t *testing.T) {
-		first := spEval[string](t, ctx, `(() => { const n = document.querySelector('#timeline > .entry'); return n.className + ': ' + (n.querySelector('.prompt') || {}).textContent; })()`)
+		first := evalJS[string](t, ctx, `(() => { const n = document.querySelector('#timeline > .entry'); return n.className + ': ' + (n.querySelector('.prompt') || {}).textContent; })()`)
 		if first != "entry turn: Tidy the logs, then fix the parser" {
 			t.Errorf("first card %q, want the prompt's turn", first)
 		}
-		prompts := spEval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
+		prompts := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
 		if strings.Join(prompts, "|") != "Tidy the logs, then fix the parser|Now add a test" {
 			t.Errorf("turn prompts %q", prompts)
 		}
-		stats := spEval[string](t, ctx, `document.querySelector('.entry.turn .turn-stats').textContent`)
+		stats := evalJS[string](t, ctx, `document.querySelector('.entry.turn .turn-stats').textContent`)
 		for _, want := range []string{"completed", "1m 23s", "$0.0421"} {
 			if !strings.Contains(stats, want) {
 				t.Errorf("first turn's stats %q lack %q", stats, want)
 			}
 		}
-		head := spEval[string](t, ctx, `document.getElementById('s-title').textContent + '|' + document.getElementById('s-project').textContent + '|' + document.getElementById('s-source').textContent + '|' + document.getElementById('s-model').textContent`)
+		head := evalJS[string](t, ctx, `document.getElementById('s-title').textContent + '|' + document.getElementById('s-project').textContent + '|' + document.getElementById('s-source').textContent + '|' + document.getElementById('s-model').textContent`)
 		if head != "Tidy the logs, then fix the parser|/work/project|background|claude-sonnet-4-5" {
 			t.Errorf("header %q", head)
 		}
 	})
 
 	t.Run("markdown", func(t *testing.T) {
-		waitJS(t, ctx, `!!document.querySelector('.entry.assistant .md h1')`, 10*time.Second)
-		got := spEval[string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
+		browser.WaitJS(t, ctx, `!!document.querySelector('.entry.assistant .md h1')`, 10*time.Second)
+		got := evalJS[string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
 			return [md.querySelector('h1').textContent, md.querySelectorAll('ul > li').length, md.querySelector('li strong').textContent,
 			  md.querySelector('pre.hl-chroma .hl-kd').textContent].join('|'); })()`)
 		if got != "Plan|2|fix|func" {
 			t.Errorf("rendered markdown %q", got)
 		}
 		// Highlighted: the keyword has the theme's colour, not the text's.
-		colors := spEval[[]string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
+		colors := evalJS[[]string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
 			return [getComputedStyle(md.querySelector('.hl-kd')).color, getComputedStyle(md.querySelector('p, li')).color]; })()`)
 		if colors[0] == colors[1] {
 			t.Errorf("the code keyword is not coloured: %v", colors)
@@ -316,7 +190,7 @@ func TestSessionConversation(t *testing.T) {
 	})
 
 	t.Run("tool call with its result folded", func(t *testing.T) {
-		got := spEval[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_bash"]');
+		got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_bash"]');
 			const d = n.querySelector('details.result');
 			return [n.querySelector('.title').textContent, n.querySelector('.state').textContent, d.open, d.querySelector('pre').textContent,
 			  n.querySelector('.approval-note').textContent].join('|'); })()`)
@@ -324,33 +198,33 @@ func TestSessionConversation(t *testing.T) {
 			t.Errorf("bash card %q", got)
 		}
 		// The result event has no card of its own.
-		if n := spEval[int](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => e.textContent.includes('auth.log')).length`); n != 1 {
+		if n := evalJS[int](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => e.textContent.includes('auth.log')).length`); n != 1 {
 			t.Errorf("the output shows in %d cards, want 1", n)
 		}
 	})
 
 	t.Run("edit as a diff", func(t *testing.T) {
-		got := spEval[string](t, ctx, `(() => { const d = document.querySelector('.entry.tool[data-tool-use-id="toolu_edit"] .diff');
+		got := evalJS[string](t, ctx, `(() => { const d = document.querySelector('.entry.tool[data-tool-use-id="toolu_edit"] .diff');
 			return Array.from(d.querySelectorAll('.dl')).map(l => l.className.replace('dl ', '') + ':' + l.textContent).join(','); })()`)
 		if got != "ctx: a,del:-b,add:+B,ctx: c,add:+d" {
 			t.Errorf("edit diff %q", got)
 		}
-		write := spEval[string](t, ctx, `Array.from(document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_write"] .diff .dl')).map(l => l.className.replace('dl ', '')).join(',')`)
+		write := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_write"] .diff .dl')).map(l => l.className.replace('dl ', '')).join(',')`)
 		if write != "add,add,add" {
 			t.Errorf("write diff %q, want every line added", write)
 		}
 	})
 
 	t.Run("image from a tool result", func(t *testing.T) {
-		waitJS(t, ctx, `(() => { const i = document.querySelector('.entry.tool[data-tool-use-id="toolu_img"] .images img'); return !!i && i.complete && i.naturalWidth === 1; })()`, 10*time.Second)
-		src := spEval[string](t, ctx, `document.querySelector('.entry.tool[data-tool-use-id="toolu_img"] .images img').getAttribute('src')`)
+		browser.WaitJS(t, ctx, `(() => { const i = document.querySelector('.entry.tool[data-tool-use-id="toolu_img"] .images img'); return !!i && i.complete && i.naturalWidth === 1; })()`, 10*time.Second)
+		src := evalJS[string](t, ctx, `document.querySelector('.entry.tool[data-tool-use-id="toolu_img"] .images img').getAttribute('src')`)
 		if src != "data:image/png;base64,"+spPNG {
 			t.Errorf("image src %q", src)
 		}
 	})
 
 	t.Run("subagent calls nested", func(t *testing.T) {
-		got := spEval[string](t, ctx, `(() => { const task = document.querySelector('#timeline > .entry.tool[data-tool-use-id="toolu_task"]');
+		got := evalJS[string](t, ctx, `(() => { const task = document.querySelector('#timeline > .entry.tool[data-tool-use-id="toolu_task"]');
 			const kids = task.querySelector('.children');
 			return [task.querySelector('.title').textContent,
 			  Array.from(kids.querySelectorAll(':scope > .entry')).map(e => e.className.replace('entry ', '')).join('+'),
@@ -362,14 +236,14 @@ func TestSessionConversation(t *testing.T) {
 	})
 
 	t.Run("thinking folded", func(t *testing.T) {
-		got := spEval[string](t, ctx, `(() => { const d = document.querySelector('.entry.thinking details'); return d.open + '|' + d.querySelector('summary').textContent; })()`)
+		got := evalJS[string](t, ctx, `(() => { const d = document.querySelector('.entry.thinking details'); return d.open + '|' + d.querySelector('summary').textContent; })()`)
 		if got != "false|The user wants the logs first." {
 			t.Errorf("thinking %q", got)
 		}
 	})
 
 	t.Run("approvals", func(t *testing.T) {
-		got := spEval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.approval-card')).map(a => a.className + '|' + a.querySelector('.outcome').textContent + '|' + ((a.querySelector('a.decide') || {}).href || ''))`)
+		got := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.approval-card')).map(a => a.className + '|' + a.querySelector('.outcome').textContent + '|' + ((a.querySelector('a.decide') || {}).href || ''))`)
 		if len(got) != 2 || !strings.Contains(got[0], "is-resolved|Allowed by dashboard (phone)") ||
 			!strings.Contains(got[1], "is-pending|waiting for a decisionDecide|"+s.url+"/approvals#ap-2") {
 			t.Errorf("approval cards %q", got)
@@ -377,46 +251,46 @@ func TestSessionConversation(t *testing.T) {
 	})
 
 	t.Run("screenshot", func(t *testing.T) {
-		waitJS(t, ctx, `document.body.dataset.state === "ready" && !!document.querySelector('.entry.assistant .md h1')`, 10*time.Second)
-		spShot(t, tab, "session.png", `window.scrollTo(0, 0)`)
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && !!document.querySelector('.entry.assistant .md h1')`, 10*time.Second)
+		screenshot(t, tab, "session.png", 1280, 800)
 	})
 
 	t.Run("noise hidden, shown by the toggle", func(t *testing.T) {
-		body := spEval[string](t, ctx, `document.getElementById('timeline').textContent`)
+		body := evalJS[string](t, ctx, `document.getElementById('timeline').textContent`)
 		for _, noise := range []string{"control_response", "can_use_tool", "hook-noise-8812", "stderr-chatter-5531"} {
 			if strings.Contains(body, noise) {
 				t.Errorf("the conversation shows %q", noise)
 			}
 		}
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('show-all').click()`)))
-		waitJS(t, ctx, fmt.Sprintf(`document.querySelectorAll('#timeline > .entry.raw').length === %d`, len(fixture)), 10*time.Second)
-		kinds := spEval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.raw .meta .kind')).map(k => k.textContent).join(',')`)
+		browser.WaitJS(t, ctx, fmt.Sprintf(`document.querySelectorAll('#timeline > .entry.raw').length === %d`, len(fixture)), 10*time.Second)
+		kinds := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.raw .meta .kind')).map(k => k.textContent).join(',')`)
 		for _, want := range []string{"control_response · agent", "control_request · agent", "relay.stderr · relay", "system · agent"} {
 			if !strings.Contains(kinds, want) {
 				t.Errorf("raw view lacks %q: %s", want, kinds)
 			}
 		}
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('show-all').click()`)))
-		waitJS(t, ctx, `document.body.dataset.view === 'conversation' && !!document.querySelector('#timeline > .entry.turn')`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.view === 'conversation' && !!document.querySelector('#timeline > .entry.turn')`, 10*time.Second)
 	})
 
 	t.Run("permalinks", func(t *testing.T) {
-		ids := spEval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => !/^c\d+$/.test(e.id)).map(e => e.className).join(',')`)
+		ids := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => !/^c\d+$/.test(e.id)).map(e => e.className).join(',')`)
 		if ids != "" {
 			t.Errorf("cards without an anchor: %s", ids)
 		}
 		// The Edit's result event links to the Edit's card.
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/bg#c13")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === "13"`, 20*time.Second)
-		got := spEval[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); const r = n.getBoundingClientRect();
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === "13"`, 20*time.Second)
+		got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); const r = n.getBoundingClientRect();
 			return n.dataset.toolUseId + '|' + (r.top >= 0 && r.bottom <= innerHeight); })()`)
 		if got != "toolu_edit|true" {
 			t.Errorf("target %q, want the Edit's card on screen", got)
 		}
 		// A hidden event opens the raw view at it.
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/bg#c2")))
-		waitJS(t, ctx, `document.body.dataset.target === "2"`, 20*time.Second)
-		got = spEval[string](t, ctx, `document.body.dataset.view + '|' + document.querySelector('.entry.target .meta .kind').textContent`)
+		browser.WaitJS(t, ctx, `document.body.dataset.target === "2"`, 20*time.Second)
+		got = evalJS[string](t, ctx, `document.body.dataset.view + '|' + document.querySelector('.entry.target .meta .kind').textContent`)
 		if got != "all|control_response · agent" {
 			t.Errorf("hidden event's permalink: %q", got)
 		}
@@ -424,32 +298,32 @@ func TestSessionConversation(t *testing.T) {
 
 	t.Run("copy the resume command", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/bg?reload")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
 		want := "claude-relay run --session bg --cwd /work/project --resume " + conv + " 'next prompt'"
-		waitJS(t, ctx, `document.getElementById('resume-cmd').textContent === `+jsString(want), 10*time.Second)
+		browser.WaitJS(t, ctx, `document.getElementById('resume-cmd').textContent === `+jsString(want), 10*time.Second)
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](
 			`window.__copied = null; navigator.clipboard.writeText = async (s) => { window.__copied = s; }; undefined`)))
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("copy-resume"))))
-		waitJS(t, ctx, `window.__copied !== null && document.getElementById('copy-resume').textContent === 'Copied'`, 5*time.Second)
-		if got := spEval[string](t, ctx, `window.__copied`); got != want {
+		browser.WaitJS(t, ctx, `window.__copied !== null && document.getElementById('copy-resume').textContent === 'Copied'`, 5*time.Second)
+		if got := evalJS[string](t, ctx, `window.__copied`); got != want {
 			t.Errorf("copied %q, want %q", got, want)
 		}
 	})
 
 	t.Run("live", func(t *testing.T) {
-		waitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
 		s.spPost("bg",
 			spInter{"i1", sub("toolu_task", assistant(conv, text("A *late* step.")))},
 			spInter{"i2", ev{"relay.approval_resolved", "relay", map[string]any{"run_id": "r2", "approval_id": "ap-2", "decision": "deny", "by": "extension", "reason": "not now"}}},
 			spInter{"i2", assistant(conv, text("## Stopped\n\nThe write was denied."))},
 		)
-		waitJS(t, ctx, `Array.from(document.querySelectorAll('[data-tool-use-id="toolu_task"] .children .md em')).some(e => e.textContent === 'late')`, 10*time.Second)
-		waitJS(t, ctx, `(() => { const a = document.querySelectorAll('.entry.approval-card')[1];
+		browser.WaitJS(t, ctx, `Array.from(document.querySelectorAll('[data-tool-use-id="toolu_task"] .children .md em')).some(e => e.textContent === 'late')`, 10*time.Second)
+		browser.WaitJS(t, ctx, `(() => { const a = document.querySelectorAll('.entry.approval-card')[1];
 			return a.classList.contains('is-denied') && a.querySelector('.outcome .what').textContent === 'Denied by extension: not now' && !a.querySelector('a.decide'); })()`, 10*time.Second)
-		waitJS(t, ctx, `(Array.from(document.querySelectorAll('#timeline > .entry.assistant .md h2')).pop() || {}).textContent === 'Stopped'`, 10*time.Second)
+		browser.WaitJS(t, ctx, `(Array.from(document.querySelectorAll('#timeline > .entry.assistant .md h2')).pop() || {}).textContent === 'Stopped'`, 10*time.Second)
 	})
 
-	spClean(t, tab)
+	noScriptErrors(t, tab, "401", "/api/approvals")
 }
 
 // TestSessionTerminalMerged: a terminal session shows each message once,
@@ -460,15 +334,15 @@ func TestSessionTerminalMerged(t *testing.T) {
 	tab := browser.New(t, browser.Options{Width: 1280, Height: 900})
 	ctx := tab.Ctx
 	spOpen(t, tab, s, "/sessions/term")
-	waitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
 
-	prompts := spEval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
+	prompts := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
 	if strings.Join(prompts, "|") != "fix the flaky test|thanks, commit it" {
 		t.Errorf("turns %q, want one per prompt", prompts)
 	}
 	// One card per message, in the transcript's order: the hook's early
 	// tool card moved to where the transcript put its tool_use.
-	cards := spEval[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
+	cards := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
 		e.classList.contains('tool') ? 'tool:' + e.dataset.toolUseId + ':' + e.dataset.source :
 		e.classList.contains('turn') ? 'turn' : e.className.replace('entry ', '') + (e.querySelector('.text') ? ':' + e.querySelector('.text').textContent : ''))`)
 	want := []string{
@@ -478,48 +352,48 @@ func TestSessionTerminalMerged(t *testing.T) {
 	if strings.Join(cards, "\n") != strings.Join(want, "\n") {
 		t.Errorf("cards:\n%s\nwant:\n%s", strings.Join(cards, "\n"), strings.Join(want, "\n"))
 	}
-	out := spEval[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_t1"]');
+	out := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_t1"]');
 		return n.querySelectorAll('details.result').length + '|' + n.querySelector('details.result pre').textContent + '|' + n.querySelector('.title').textContent; })()`)
 	if out != "1|ok  \tproj\t0.2s|Run the tests" {
 		t.Errorf("merged tool card %q", out)
 	}
 	// The terminal turn shows its run's end.
-	if stats := spEval[string](t, ctx, `document.querySelectorAll('.entry.turn')[1].querySelector('.turn-stats').textContent`); !strings.Contains(stats, "completed") {
+	if stats := evalJS[string](t, ctx, `document.querySelectorAll('.entry.turn')[1].querySelector('.turn-stats').textContent`); !strings.Contains(stats, "completed") {
 		t.Errorf("last turn's stats %q", stats)
 	}
 	// The header's facts come from the events where the store has none.
-	if head := spEval[string](t, ctx, `['s-title', 's-project', 's-source', 's-model'].map(id => document.getElementById(id).textContent).join('|')`); head != "fix the flaky test|/work/proj|terminal|claude-opus-4-1" {
+	if head := evalJS[string](t, ctx, `['s-title', 's-project', 's-source', 's-model'].map(id => document.getElementById(id).textContent).join('|')`); head != "fix the flaky test|/work/proj|terminal|claude-opus-4-1" {
 		t.Errorf("header %q", head)
 	}
-	spShot(t, tab, "terminal.png", `window.scrollTo(0, 0)`)
+	screenshot(t, tab, "terminal.png", 1280, 800)
 
 	t.Run("live", func(t *testing.T) {
 		// The same merge on events arriving while the page is open: the
 		// hook's card first, then moved below the text the transcript puts
 		// before its tool_use; the text rendered as Markdown.
-		waitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.live === "1"`, 10*time.Second)
 		hook := func(name string, d map[string]any) ev { return ev{"hook." + name, "terminal", d} }
 		tr := func(uuid string, d map[string]any) ev {
 			d["uuid"] = uuid
 			return ev{"transcript." + d["type"].(string), "terminal", d}
 		}
 		s.post("term", hook("PreToolUse", map[string]any{"tool_use_id": "toolu_live", "tool_name": "Bash", "tool_input": map[string]any{"command": "make"}}))
-		waitJS(t, ctx, `!!document.querySelector('#timeline > .entry.tool[data-tool-use-id="toolu_live"]')`, 10*time.Second)
+		browser.WaitJS(t, ctx, `!!document.querySelector('#timeline > .entry.tool[data-tool-use-id="toolu_live"]')`, 10*time.Second)
 		s.post("term",
 			tr("u-8", map[string]any{"type": "assistant", "message": map[string]any{"content": []any{text("Now **building**.")}}}),
 			tr("u-9", map[string]any{"type": "assistant", "message": map[string]any{"content": []any{toolUse("toolu_live", "Bash", map[string]any{"command": "make", "description": "Build"})}}}),
 			hook("PostToolUse", map[string]any{"tool_use_id": "toolu_live", "tool_response": map[string]any{"stdout": "built"}}),
 			tr("u-10", map[string]any{"type": "user", "message": map[string]any{"content": []any{toolResult("toolu_live", "built", false)}}}),
 		)
-		waitJS(t, ctx, `(() => { const cards = Array.from(document.querySelectorAll('#timeline > .entry')).slice(-2);
+		browser.WaitJS(t, ctx, `(() => { const cards = Array.from(document.querySelectorAll('#timeline > .entry')).slice(-2);
 			return cards.length === 2 && !!cards[0].querySelector('.md strong') && cards[1].dataset.toolUseId === 'toolu_live' &&
 			  cards[1].dataset.source === 'message' && cards[1].querySelector('.title').textContent === 'Build' &&
 			  cards[1].querySelectorAll('details.result').length === 1 && cards[1].querySelector('details.result pre').textContent === 'built'; })()`, 10*time.Second)
-		if n := spEval[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_live"]').length`); n != 1 {
+		if n := evalJS[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_live"]').length`); n != 1 {
 			t.Errorf("%d cards for the live call, want 1", n)
 		}
 	})
-	spClean(t, tab)
+	noScriptErrors(t, tab, "401", "/api/approvals")
 }
 
 // spXSS is Markdown that must not run anything: internal/markdown's own
@@ -566,13 +440,13 @@ func TestSessionMarkdownXSS(t *testing.T) {
 	tab := browser.New(t, browser.Options{})
 	ctx := tab.Ctx
 	spOpen(t, tab, s, "/sessions/xss")
-	waitJS(t, ctx, `document.body.dataset.markdown === 'done' && document.querySelectorAll('.entry.assistant .md').length === `+fmt.Sprint(len(spXSS)), 20*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done' && document.querySelectorAll('.entry.assistant .md').length === `+fmt.Sprint(len(spXSS)), 20*time.Second)
 
 	check := func(t *testing.T) {
 		t.Helper()
 		// Handlers had their chance to fire: images load or fail at once.
 		time.Sleep(300 * time.Millisecond)
-		bad := spEval[[]string](t, ctx, `(() => {
+		bad := evalJS[[]string](t, ctx, `(() => {
 			const out = [];
 			if (window.__pwned !== undefined) out.push('window.__pwned is set');
 			for (const n of document.querySelectorAll('#timeline *')) {
@@ -591,11 +465,11 @@ func TestSessionMarkdownXSS(t *testing.T) {
 	}
 	t.Run("conversation", check)
 	// The literal text stays readable: the raw HTML is shown, not dropped.
-	if got := spEval[string](t, ctx, `document.getElementById('timeline').textContent`); !strings.Contains(got, "<img src=x onerror=window.__pwned=1>") {
+	if got := evalJS[string](t, ctx, `document.getElementById('timeline').textContent`); !strings.Contains(got, "<img src=x onerror=window.__pwned=1>") {
 		t.Errorf("the raw HTML is not shown as text")
 	}
 	t.Run("links are safe", func(t *testing.T) {
-		links := spEval[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline .md a')).map(a => a.getAttribute('href') + ' ' + a.rel + ' ' + a.target)`)
+		links := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline .md a')).map(a => a.getAttribute('href') + ' ' + a.rel + ' ' + a.target)`)
 		for _, l := range links {
 			if !strings.HasPrefix(l, "https://example.com") || !strings.HasSuffix(l, " nofollow noopener noreferrer _blank") {
 				t.Errorf("link %q", l)
@@ -603,11 +477,11 @@ func TestSessionMarkdownXSS(t *testing.T) {
 		}
 	})
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('show-all').click()`)))
-	waitJS(t, ctx, `document.body.dataset.view === 'all'`, 10*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.view === 'all'`, 10*time.Second)
 	// Raw cards' details hold the payloads too.
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('#timeline details').forEach(d => d.open = true)`)))
 	t.Run("raw view", check)
-	spClean(t, tab)
+	noScriptErrors(t, tab, "401", "/api/approvals")
 }
 
 // TestSessionBadInput: what no CLI should send still makes a page.
@@ -646,42 +520,42 @@ func TestSessionBadInput(t *testing.T) {
 	tab := browser.New(t, browser.Options{})
 	ctx := tab.Ctx
 	spOpen(t, tab, s, "/sessions/bad")
-	waitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
 
-	last := spEval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.assistant .text')).pop().textContent`)
+	last := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.assistant .text')).pop().textContent`)
 	if last != "the end" {
 		t.Errorf("last card %q", last)
 	}
 	// The 2 MiB prompt and text are folded with a "Show all" button.
-	folded := spEval[int](t, ctx, `document.querySelectorAll('#timeline .show-all').length`)
+	folded := evalJS[int](t, ctx, `document.querySelectorAll('#timeline .show-all').length`)
 	if folded < 3 {
 		t.Errorf("%d Show all buttons, want the prompt, the text and the command folded", folded)
 	}
-	shown := spEval[int](t, ctx, `Math.max(...Array.from(document.querySelectorAll('#timeline .text, #timeline .prompt, #timeline pre')).map(e => e.textContent.length))`)
+	shown := evalJS[int](t, ctx, `Math.max(...Array.from(document.querySelectorAll('#timeline .text, #timeline .prompt, #timeline pre')).map(e => e.textContent.length))`)
 	if shown > 100000 {
 		t.Errorf("a %d-character text is shown unfolded", shown)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('.entry.turn .show-all').click()`)))
-	if n := spEval[int](t, ctx, `document.querySelector('.entry.turn .prompt').textContent.length`); n != len(huge) {
+	if n := evalJS[int](t, ctx, `document.querySelector('.entry.turn .prompt').textContent.length`); n != len(huge) {
 		t.Errorf("Show all shows %d characters, want %d", n, len(huge))
 	}
 	// Unknown types are cards with their data folded; deep JSON opens.
-	if got := spEval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.minor .kind')).map(k => k.textContent).join(',')`); !strings.Contains(got, "mystery_type") || !strings.Contains(got, "deep_event") {
+	if got := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.minor .kind')).map(k => k.textContent).join(',')`); !strings.Contains(got, "mystery_type") || !strings.Contains(got, "deep_event") {
 		t.Errorf("unknown types' cards: %q", got)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('#timeline details').forEach(d => d.open = true)`)))
-	waitJS(t, ctx, `Array.from(document.querySelectorAll('#timeline details.json')).every(d => d.querySelector('pre'))`, 10*time.Second)
+	browser.WaitJS(t, ctx, `Array.from(document.querySelectorAll('#timeline details.json')).every(d => d.querySelector('pre'))`, 10*time.Second)
 	// The binary-ish text is text.
-	if got := spEval[bool](t, ctx, `Array.from(document.querySelectorAll('#timeline .text')).some(e => e.textContent.includes('red') && e.textContent.includes('bell'))`); !got {
+	if got := evalJS[bool](t, ctx, `Array.from(document.querySelectorAll('#timeline .text')).some(e => e.textContent.includes('red') && e.textContent.includes('bell'))`); !got {
 		t.Errorf("the binary-ish text is not shown")
 	}
 	// A long Edit's diff is bounded, with the rest behind a button.
-	if n := spEval[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_edit"] .dl').length`); n > 500 {
+	if n := evalJS[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_edit"] .dl').length`); n > 500 {
 		t.Errorf("%d diff lines rendered at once", n)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('show-all').click()`)))
-	waitJS(t, ctx, `document.querySelectorAll('#timeline > .entry.raw').length === 18`, 10*time.Second)
-	spClean(t, tab)
+	browser.WaitJS(t, ctx, `document.querySelectorAll('#timeline > .entry.raw').length === 18`, 10*time.Second)
+	noScriptErrors(t, tab, "401", "/api/approvals")
 }
 
 // TestSessionKeysAndPermalinks: j/k move between turns; a permalink into a
@@ -711,14 +585,14 @@ func TestSessionKeysAndPermalinks(t *testing.T) {
 	spOpen(t, tab, s, "/sessions/keys")
 	// The Markdown replaces the escaped text and changes the cards'
 	// heights: a turn scrolled to the top before that moves.
-	waitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
 
 	t.Run("j and k", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)))
 		atTop := func(n string) {
 			t.Helper()
-			waitJS(t, ctx, `document.body.dataset.turn === "`+n+`"`, 5*time.Second)
-			got := spEval[string](t, ctx, `(() => { const n = document.querySelector('.entry.turn[data-turn="`+n+`"]'); const r = n.getBoundingClientRect();
+			browser.WaitJS(t, ctx, `document.body.dataset.turn === "`+n+`"`, 5*time.Second)
+			got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.turn[data-turn="`+n+`"]'); const r = n.getBoundingClientRect();
 				const bar = document.querySelector('.top').getBoundingClientRect().bottom;
 				return n.classList.contains('target') + '|' + (r.top >= bar && r.top < bar + 40); })()`)
 			if got != "true|true" {
@@ -726,32 +600,32 @@ func TestSessionKeysAndPermalinks(t *testing.T) {
 			}
 		}
 		for _, step := range []struct{ key, turn string }{{"j", "1"}, {"j", "2"}, {"j", "3"}, {"k", "2"}, {"k", "1"}} {
-			spKey(t, ctx, step.key)
+			pressKey(t, ctx, step.key, "Key"+strings.ToUpper(step.key), 0)
 			atTop(step.turn)
 		}
 	})
 
 	t.Run("permalink outside the window", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/long#c5")))
-		waitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === "5"`, 30*time.Second)
-		got := spEval[string](t, ctx, `(() => { const n = document.getElementById('c5'); const r = n.getBoundingClientRect();
+		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === "5"`, 30*time.Second)
+		got := evalJS[string](t, ctx, `(() => { const n = document.getElementById('c5'); const r = n.getBoundingClientRect();
 			return n.classList.contains('target') + '|' + n.querySelector('.text').textContent + '|' + (r.top >= 0 && r.bottom <= innerHeight) + '|' + !document.getElementById('jump-end').hidden; })()`)
 		if got != "true|message 5|true|true" {
 			t.Errorf("permalinked card: %q", got)
 		}
 		// Jump to latest brings the end.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('jump-end').click()`)))
-		waitJS(t, ctx, `document.body.dataset.at === 'end'`, 20*time.Second)
-		last := spEval[string](t, ctx, `(() => { const n = Array.from(document.querySelectorAll('#timeline > .entry')).pop(); const r = n.getBoundingClientRect();
+		browser.WaitJS(t, ctx, `document.body.dataset.at === 'end'`, 20*time.Second)
+		last := evalJS[string](t, ctx, `(() => { const n = Array.from(document.querySelectorAll('#timeline > .entry')).pop(); const r = n.getBoundingClientRect();
 			return n.querySelector('.text').textContent + '|' + (r.bottom <= innerHeight + 1); })()`)
 		if last != "message 3001|true" {
 			t.Errorf("after Jump to latest: %q", last)
 		}
 		// Clicking a card's permalink moves the highlight there.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`Array.from(document.querySelectorAll('#timeline > .entry .permalink')).at(-3).click()`)))
-		waitJS(t, ctx, `document.body.dataset.target === "2999" && document.querySelector('.entry.target').id === 'c2999'`, 5*time.Second)
+		browser.WaitJS(t, ctx, `document.body.dataset.target === "2999" && document.querySelector('.entry.target').id === 'c2999'`, 5*time.Second)
 	})
-	spClean(t, tab)
+	noScriptErrors(t, tab, "401", "/api/approvals")
 }
 
 // TestSessionFollowUps: a live run's follow-up shows as its turn's prompt
@@ -783,7 +657,7 @@ func TestSessionFollowUps(t *testing.T) {
 	ctx := tab.Ctx
 	turns := func() string {
 		t.Helper()
-		return spEval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.turn')).map(n =>
+		return evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.turn')).map(n =>
 			n.dataset.turn + ':' + n.querySelector('.prompt').textContent + ':' + n.querySelector('.meta .kind').textContent).join('|')`)
 	}
 	spOpen(t, tab, s, "/sessions/live")
@@ -792,12 +666,12 @@ func TestSessionFollowUps(t *testing.T) {
 	}
 	// The follow-up's answer is under its turn, and its prompt is not a
 	// card of its own.
-	cards := spEval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
+	cards := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
 		e.classList.contains('turn') ? 'turn' : e.className.replace('entry ', '') + ':' + e.querySelector('.text').textContent).join('|')`)
 	if cards != "turn|assistant:The parser reads tokens.|turn|assistant:Twice as fast now." {
 		t.Errorf("cards %q", cards)
 	}
-	if title := spEval[string](t, ctx, `document.getElementById('s-title').textContent`); title != "Read the parser" {
+	if title := evalJS[string](t, ctx, `document.getElementById('s-title').textContent`); title != "Read the parser" {
 		t.Errorf("title %q, want the first prompt", title)
 	}
 
@@ -805,7 +679,7 @@ func TestSessionFollowUps(t *testing.T) {
 	if got := turns(); got != "1:Read the parser:prompt|2:Follow-up (its message was not recorded):turn 2" {
 		t.Errorf("turns of a session from before relay.message_sent: %q", got)
 	}
-	spClean(t, tab)
+	noScriptErrors(t, tab, "401", "/api/approvals")
 }
 
 // TestSessionApprovalLink: /sessions/<id>#approval-<id>, as the approvals
@@ -833,12 +707,12 @@ func TestSessionApprovalLink(t *testing.T) {
 
 	tab := browser.New(t, browser.Options{Width: 1280, Height: 800})
 	ctx := tab.Ctx
-	spLogin(t, ctx, s.url)
+	login(t, ctx, s.url)
 	onScreen := func(want string) {
 		t.Helper()
 		// Still there once the window's Markdown replaced its text.
-		waitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
-		got := spEval[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); if (!n) return 'no target';
+		browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
+		got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); if (!n) return 'no target';
 			const r = n.getBoundingClientRect();
 			return n.dataset.approvalId + '|' + n.classList.contains('approval-card') + '|' + (r.top >= 0 && r.bottom <= innerHeight) + '|' +
 			  document.querySelectorAll('.entry.target').length + '|' + document.getElementById('notice').hidden; })()`)
@@ -848,26 +722,26 @@ func TestSessionApprovalLink(t *testing.T) {
 	}
 
 	must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/long#approval-ap%207%2Fx")))
-	waitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === `+jsString("approval-"+id), 30*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === `+jsString("approval-"+id), 30*time.Second)
 	onScreen(id)
-	if got := spEval[string](t, ctx, `document.querySelector('.entry.target .outcome .what').textContent`); got != "Denied by dashboard" {
+	if got := evalJS[string](t, ctx, `document.querySelector('.entry.target .outcome .what').textContent`); got != "Denied by dashboard" {
 		t.Errorf("the linked card says %q", got)
 	}
 
 	// Another approval's link on the same page moves the highlight.
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = '#approval-ap-end'`)))
-	waitJS(t, ctx, `document.body.dataset.target === "approval-ap-end"`, 10*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.target === "approval-ap-end"`, 10*time.Second)
 	onScreen("ap-end")
 
 	// An approval the session does not have yet: a notice, then its card
 	// once its event arrives.
 	must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/long#approval-ap-late")))
-	waitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.live === "1"`, 30*time.Second)
-	if got := spEval[string](t, ctx, `document.getElementById('notice').hidden + '|' + document.getElementById('notice').textContent`); !strings.HasPrefix(got, `false|No approval "ap-late" in this session yet`) {
+	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.live === "1"`, 30*time.Second)
+	if got := evalJS[string](t, ctx, `document.getElementById('notice').hidden + '|' + document.getElementById('notice').textContent`); !strings.HasPrefix(got, `false|No approval "ap-late" in this session yet`) {
 		t.Errorf("notice for an approval not there yet: %q", got)
 	}
 	s.post("long", ev{"relay.approval_requested", "relay", map[string]any{"run_id": "r1", "approval_id": "ap-late", "kind": "tool", "tool_name": "Edit", "title": "main.go"}})
-	waitJS(t, ctx, `document.body.dataset.target === "approval-ap-late"`, 10*time.Second)
+	browser.WaitJS(t, ctx, `document.body.dataset.target === "approval-ap-late"`, 10*time.Second)
 	onScreen("ap-late")
-	spClean(t, tab)
+	noScriptErrors(t, tab, "401", "/api/approvals")
 }

@@ -38,6 +38,20 @@ var xssCases = []struct{ Name, Text string }{
 	{"remote image", "![x](https://example.com/a.png)"},
 }
 
+// containsInOrder fails t unless every string of want is in out, each
+// after the one before it.
+func containsInOrder(t *testing.T, out string, want []string) {
+	t.Helper()
+	rest := out
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("output %q lacks %q (in order)", out, w)
+		}
+		rest = rest[i+len(w):]
+	}
+}
+
 // check fails t for anything unsafe in out: scripts, frames, handlers,
 // script URLs, remote images, inline styles. It reads tokens rather than
 // building a tree: hostile nesting is deeper than x/net/html's parser
@@ -119,14 +133,7 @@ func TestRender(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out := r.Render(c.in)
-			rest := out
-			for _, w := range c.want {
-				i := strings.Index(rest, w)
-				if i < 0 {
-					t.Fatalf("output %q lacks %q (in order)", out, w)
-				}
-				rest = rest[i+len(w):]
-			}
+			containsInOrder(t, out, c.want)
 			check(t, out)
 		})
 	}

@@ -134,3 +134,15 @@ func addrPort(a net.Addr) (netip.AddrPort, error) {
 	}
 	return netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port()), nil
 }
+
+// connAddrs is Lookup's arguments (local = our end, remote = the client's)
+// as addrPort makes them, on every platform alike.
+func connAddrs(local, remote net.Addr) (server, client netip.AddrPort, err error) {
+	if server, err = addrPort(local); err != nil {
+		return server, client, fmt.Errorf("peer: server address: %w", err)
+	}
+	if client, err = addrPort(remote); err != nil {
+		return server, client, fmt.Errorf("peer: client address: %w", err)
+	}
+	return server, client, nil
+}

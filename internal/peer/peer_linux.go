@@ -45,13 +45,9 @@ type procFS struct {
 }
 
 func (fs procFS) lookup(ctx context.Context, local, remote net.Addr) (Process, error) {
-	server, err := addrPort(local)
+	server, client, err := connAddrs(local, remote)
 	if err != nil {
-		return Process{}, fmt.Errorf("peer: server address: %w", err)
-	}
-	client, err := addrPort(remote)
-	if err != nil {
-		return Process{}, fmt.Errorf("peer: client address: %w", err)
+		return Process{}, err
 	}
 	sock, err := fs.socket(client, server)
 	if err != nil {

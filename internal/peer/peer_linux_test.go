@@ -347,17 +347,7 @@ func TestLookupMarkerOnlyInParent(t *testing.T) {
 func TestSocketInode(t *testing.T) {
 	for _, nw := range networks {
 		t.Run(nw.name, func(t *testing.T) {
-			ln := listen(t, nw)
-			cc, err := dialClient(ln.Addr().String(), nw.mappedClient)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cc.Close()
-			sc, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sc.Close()
+			cc, sc := connect(t, listen(t, nw), nw.mappedClient)
 			want := connInode(t, cc)
 			server, err := addrPort(sc.LocalAddr())
 			if err != nil {
@@ -381,6 +371,24 @@ func TestSocketInode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// connect dials ln from this process (from a dual-stack socket when
+// mapped, see dialClient) and accepts the connection: the client's end and
+// the server's, both closed when t ends.
+func connect(t *testing.T, ln net.Listener, mapped bool) (client, server net.Conn) {
+	t.Helper()
+	cc, err := dialClient(ln.Addr().String(), mapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	return cc, sc
 }
 
 // connInode is the inode of a connection's socket, as its fd link names it.
@@ -461,17 +469,7 @@ func TestDiagNotFound(t *testing.T) {
 // A client inside the server process itself (the backend's own HTTP
 // client, or a test) is found too.
 func TestLookupSameProcess(t *testing.T) {
-	ln := listen(t, networks[0])
-	cc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	sc, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	_, sc := connect(t, listen(t, networks[0]), false)
 	p, err := Lookup(t.Context(), sc.LocalAddr(), sc.RemoteAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -486,18 +484,9 @@ func TestLookupSameProcess(t *testing.T) {
 // a client that sends its decision and closes at once (bash's
 // `printf … > /dev/tcp/127.0.0.1/PORT`) looks.
 func TestLookupClosedClient(t *testing.T) {
-	ln := listen(t, networks[0])
-	cc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	cc, sc := connect(t, listen(t, networks[0]), false)
 	cc.Close()
-	_, err = Lookup(t.Context(), sc.LocalAddr(), sc.RemoteAddr())
+	_, err := Lookup(t.Context(), sc.LocalAddr(), sc.RemoteAddr())
 	if !errors.Is(err, ErrGone) || !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Lookup after the client closed: %v, want ErrGone", err)
 	}
@@ -544,17 +533,7 @@ func TestLookupBadAddr(t *testing.T) {
 }
 
 func TestLookupCancelled(t *testing.T) {
-	ln := listen(t, networks[0])
-	cc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	sc, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	_, sc := connect(t, listen(t, networks[0]), false)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Lookup(ctx, sc.LocalAddr(), sc.RemoteAddr()); !errors.Is(err, context.Canceled) {
@@ -616,6 +595,10 @@ func TestParseHexAddrPort(t *testing.T) {
 
 const tcpHeader = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
 
+// orphanLine is the client 127.0.0.1:40000's socket to 127.0.0.1:8080 in
+// TIME_WAIT: closed, draining, held by no process (inode 0).
+const orphanLine = "   1: 0100007F:9C40 0100007F:1F90 06 00000000:00000000 03:00000BDB 00000000     0        0 0 3 0\n"
+
 const tcp6Header = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
 
 func TestFindSocket(t *testing.T) {
@@ -628,7 +611,7 @@ func TestFindSocket(t *testing.T) {
 		// the server's own end of the connection: reversed, never a match
 		"   0: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 111 1 0 20 4 30 10 -1\n" +
 		// a TIME_WAIT leftover of an earlier connection with the same ports
-		"   1: 0100007F:9C40 0100007F:1F90 06 00000000:00000000 03:00000BDB 00000000     0        0 0 3 0\n" +
+		orphanLine +
 		"   2: garbage\n" +
 		"   3: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 222 1 0 20 4 30 10 -1\n"
 	if got, found := findSocket([]byte(table), client, server); !found || got.inode != 222 || got.uid != 0 {
@@ -637,7 +620,7 @@ func TestFindSocket(t *testing.T) {
 	if got, found := findSocket([]byte(table), server, netip.MustParseAddrPort("127.0.0.1:1")); found {
 		t.Fatalf("findSocket of an absent socket = %+v, want none", got)
 	}
-	orphan := tcpHeader + "   1: 0100007F:9C40 0100007F:1F90 06 00000000:00000000 03:00000BDB 00000000     0        0 0 3 0\n"
+	orphan := tcpHeader + orphanLine
 	if got, found := findSocket([]byte(orphan), client, server); !found || got.inode != 0 {
 		t.Fatalf("findSocket of a TIME_WAIT socket = %+v, %v; want found with inode 0", got, found)
 	}
@@ -698,7 +681,6 @@ func TestLookupFakeProc(t *testing.T) {
 		return fmt.Sprintf("   0: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000 %5d        0 4242 1 0 20 4 30 10 -1\n", uid)
 	}
 	line := lineOfUID(0)
-	orphanLine := "   1: 0100007F:9C40 0100007F:1F90 06 00000000:00000000 03:00000BDB 00000000     0        0 0 3 0\n"
 	mappedLine := "   0: 0000000000000000FFFF00000100007F:9C40 0000000000000000FFFF00000100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 20 4 30 10 -1\n"
 	marker := proc.MarkerEnv + "=run-1"
 

@@ -12,13 +12,9 @@ import (
 // then returns ErrUnsupported, and the caller decides what an unknown peer
 // means.
 func Lookup(_ context.Context, local, remote net.Addr) (Process, error) {
-	server, err := addrPort(local)
+	server, client, err := connAddrs(local, remote)
 	if err != nil {
-		return Process{}, fmt.Errorf("peer: server address: %w", err)
-	}
-	client, err := addrPort(remote)
-	if err != nil {
-		return Process{}, fmt.Errorf("peer: client address: %w", err)
+		return Process{}, err
 	}
 	return Process{}, fmt.Errorf("peer: connection from %s to %s: %w", client, server, ErrUnsupported)
 }

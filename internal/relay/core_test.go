@@ -114,13 +114,31 @@ func (r *recorder) Event(e Event) {
 
 func (r *recorder) wait(t *testing.T) Event {
 	t.Helper()
+	return await(t, r.ended, "the run to end")
+}
+
+// await receives from ch, failing t when nothing comes within 10 seconds:
+// a safety net against a hang, not a timing assertion.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
 	select {
-	case e := <-r.ended:
-		return e
+	case v := <-ch:
+		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("run never ended")
-		return Event{}
+		t.Fatalf("waited 10s for %s", what)
+		var zero T
+		return zero
 	}
+}
+
+// newFakeCore is a Core running fakeExec into a fakeSpool, closed when t
+// ends, and a recorder of that spool to start runs with.
+func newFakeCore(t *testing.T) (*Core, *fakeSpool, *recorder) {
+	t.Helper()
+	spool := &fakeSpool{}
+	c := New(Options{Executor: fakeExec{}, Spool: spool})
+	t.Cleanup(c.Close)
+	return c, spool, newRecorder(t, spool)
 }
 
 func (r *recorder) kinds() []Kind {
@@ -186,10 +204,7 @@ func TestSpoolFailureHidesTheLine(t *testing.T) {
 }
 
 func TestApprovalsThroughTheCore(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	defer c.Close()
-	rec := newRecorder(t, spool)
+	c, _, rec := newFakeCore(t)
 	rec.onApp = func(e Event) {
 		if e.Approval.Title != "$ rm -rf x — tidy" {
 			t.Errorf("title %q", e.Approval.Title)
@@ -256,9 +271,7 @@ func TestRefusedBeforeAnything(t *testing.T) {
 }
 
 func TestCloseCancelsAndRefuses(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	rec := newRecorder(t, spool)
+	c, _, rec := newFakeCore(t)
 	if _, err := c.Start(Request{RunID: "b", Prompt: "block"}, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -281,10 +294,7 @@ func TestCloseCancelsAndRefuses(t *testing.T) {
 
 // The backend learns what was asked and who decided what (CONTRACT §10).
 func TestApprovalEventsAreSpooled(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	defer c.Close()
-	rec := newRecorder(t, spool)
+	c, spool, rec := newFakeCore(t)
 	rec.onApp = func(e Event) {
 		if e.Approval.Kind != wire.ApprovalTool || !slices.Equal(e.Approval.Options, []string{"allow", "allow_always", "deny"}) {
 			t.Errorf("approval %+v", e.Approval)

@@ -46,10 +46,7 @@ func spooled[T any](t *testing.T, s *fakeSpool, typ string) []T {
 // says who decided there and which decision it was, the front end hears
 // that its own question is moot, and its late answer is told who won.
 func TestDashboardAnswer(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	defer c.Close()
-	rec := newRecorder(t, spool)
+	c, spool, rec := newFakeCore(t)
 	late := make(chan error, 1)
 	rec.onApp = func(e Event) {
 		if err := c.Answer("", e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "d-1"}); err != nil {
@@ -87,10 +84,7 @@ func TestDashboardAnswer(t *testing.T) {
 
 // The front end's own answer is no news to it: no approval_cancelled.
 func TestOwnAnswerIsNotCancelled(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	defer c.Close()
-	rec := newRecorder(t, spool)
+	c, _, rec := newFakeCore(t)
 	rec.onApp = func(e Event) {
 		c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByExtension}) //nolint:errcheck
 	}
@@ -106,22 +100,15 @@ func TestOwnAnswerIsNotCancelled(t *testing.T) {
 // Pending lists what waits, and its channel closes at each change: a new
 // approval, and its answer.
 func TestPending(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	defer c.Close()
+	c, _, rec := newFakeCore(t)
 	list, changed := c.Pending()
 	if len(list) != 0 {
 		t.Fatalf("pending before any run: %v", list)
 	}
-	rec := newRecorder(t, spool)
 	if _, err := c.Start(Request{RunID: "ap", Prompt: "approve"}, rec); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-changed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no change when the approval was asked")
-	}
+	await(t, changed, "a change when the approval was asked")
 	list, changed = c.Pending()
 	if !slices.Equal(list, []PendingApproval{{RunID: "ap", ApprovalID: "a1"}}) {
 		t.Fatalf("pending %v", list)
@@ -144,10 +131,7 @@ func TestPending(t *testing.T) {
 // First answer wins when several sides answer at once: exactly one reply
 // is taken, every other one hears which, and the backend gets one outcome.
 func TestFirstAnswerWins(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	defer c.Close()
-	rec := newRecorder(t, spool)
+	c, spool, rec := newFakeCore(t)
 	sides := []Reply{
 		{Decision: DecisionAllow, By: wire.ByExtension},
 		{Decision: DecisionDeny, By: wire.ByDashboard, ByDetail: "phone", DecisionID: "d-9"},
@@ -321,10 +305,7 @@ func TestDecidedIsBounded(t *testing.T) {
 // ACP's runs say so in relay.run_started and at their end; other modes are
 // refused before anything starts.
 func TestRunMode(t *testing.T) {
-	spool := &fakeSpool{}
-	c := New(Options{Executor: fakeExec{}, Spool: spool})
-	defer c.Close()
-	rec := newRecorder(t, spool)
+	c, spool, rec := newFakeCore(t)
 	if _, err := c.Start(Request{Prompt: "lines", Mode: wire.ModeACP}, rec); err != nil {
 		t.Fatal(err)
 	}

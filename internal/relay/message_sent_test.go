@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
@@ -121,31 +120,29 @@ func (s *seqSpool) Enqueue(ev forwarder.Event) (forwarder.Accepted, error) {
 	return acc, err
 }
 
-// of returns the events of interaction inter in seq order.
-func (s *seqSpool) of(inter string) []spooledEvent {
+// where returns the events keep accepts, in enqueue order.
+func (s *seqSpool) where(keep func(spooledEvent) bool) []spooledEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []spooledEvent
 	for _, e := range s.evs {
-		if e.InteractionID == inter {
+		if keep(e) {
 			out = append(out, e)
 		}
 	}
+	return out
+}
+
+// of returns the events of interaction inter in seq order.
+func (s *seqSpool) of(inter string) []spooledEvent {
+	out := s.where(func(e spooledEvent) bool { return e.InteractionID == inter })
 	slices.SortFunc(out, func(a, b spooledEvent) int { return int(a.Seq - b.Seq) })
 	return out
 }
 
 // ofType returns the events of type typ in enqueue order.
 func (s *seqSpool) ofType(typ string) []spooledEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []spooledEvent
-	for _, e := range s.evs {
-		if e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	return out
+	return s.where(func(e spooledEvent) bool { return e.Type == typ })
 }
 
 // turnSink hands over turn ends and the run's end.
@@ -169,24 +166,12 @@ func (s *turnSink) Event(e Event) {
 
 func (s *turnSink) turn(t *testing.T) Event {
 	t.Helper()
-	select {
-	case e := <-s.turns:
-		return e
-	case <-time.After(10 * time.Second):
-		t.Fatal("no turn completed within 10s")
-		return Event{}
-	}
+	return await(t, s.turns, "a turn to complete")
 }
 
 func (s *turnSink) end(t *testing.T) Event {
 	t.Helper()
-	select {
-	case e := <-s.ended:
-		return e
-	case <-time.After(10 * time.Second):
-		t.Fatal("the run did not end within 10s")
-		return Event{}
-	}
+	return await(t, s.ended, "the run to end")
 }
 
 // describe names a spooled event for failure messages: its type, and for
@@ -253,11 +238,7 @@ func TestSendPostsMessageSentFirst(t *testing.T) {
 			hold := strings.HasPrefix(tc.first, "hold")
 			switch {
 			case hold: // send while it runs
-				select {
-				case <-x.held:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the first turn never started")
-				}
+				await(t, x.held, "the first turn to start")
 			case tc.first != "": // send once it ended
 				if e := sink.turn(t); e.InteractionID != "i1" {
 					t.Fatalf("turn 1 ended in interaction %q, want i1", e.InteractionID)

@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
 
+	"github.com/claude-relay/claude-relay/internal/backoff"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -66,20 +65,6 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-}
-
-// Decision is one decision the backend holds for a pending approval
-// (store.Decision; run_id when the backend sends it).
-type Decision struct {
-	ApprovalID   string          `json:"approval_id"`
-	DecisionID   string          `json:"decision_id"`
-	Decision     string          `json:"decision"`
-	Reason       string          `json:"reason,omitempty"`
-	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
-	Answers      json.RawMessage `json:"answers,omitempty"`
-	By           string          `json:"by"`
-	DecidedAt    time.Time       `json:"decided_at"`
-	RunID        string          `json:"run_id,omitempty"`
 }
 
 // Waiter answers its Core's pending approvals with the decisions made
@@ -228,7 +213,7 @@ func (e *pollError) Unwrap() error { return e.err }
 
 // poll asks the backend for the decisions of ids, holding the request
 // until it answers or changed is closed (errChanged).
-func (w *Waiter) poll(ctx context.Context, ids []string, changed <-chan struct{}) ([]Decision, error) {
+func (w *Waiter) poll(ctx context.Context, ids []string, changed <-chan struct{}) ([]wire.RemoteDecision, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	stop := make(chan struct{})
 	var watch sync.WaitGroup
@@ -271,9 +256,7 @@ func (w *Waiter) poll(ctx context.Context, ids []string, changed <-chan struct{}
 		return nil, moved(&pollError{status: resp.StatusCode, retryAfter: retryAfter(resp),
 			err: errors.New(strings.TrimSpace(string(snippet)))})
 	}
-	var body struct {
-		Decisions []Decision `json:"decisions"`
-	}
+	var body wire.RemoteDecisions
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
 		return nil, moved(&pollError{status: resp.StatusCode, err: fmt.Errorf("the answer is not {\"decisions\":[…]}: %w", err)})
 	}
@@ -289,19 +272,11 @@ func transportError(err error) error {
 	return err
 }
 
-// retryAfter is a 429's or 503's Retry-After, in seconds or as a date.
+// retryAfter is a 429's or 503's Retry-After, in seconds or as a date;
+// 0 when it says none.
 func retryAfter(resp *http.Response) time.Duration {
-	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
-		return 0
-	}
-	s := resp.Header.Get("Retry-After")
-	if secs, err := strconv.Atoi(s); err == nil && secs > 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(s); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
+	d, _ := backoff.RetryAfter(resp, time.Now())
+	return d
 }
 
 // failed logs a failed poll (once per streak) and says how long to wait
@@ -326,7 +301,7 @@ func (w *Waiter) failed(err error, failures int) time.Duration {
 		w.log.Debug("decisions poll failed; retrying", append(args, "failures", failures)...)
 		w.once("transient", slog.LevelWarn, "cannot ask the backend for decisions made in its dashboard; retrying with backoff "+
 			"(approvals can still be answered in the editor or terminal)", args...)
-		return backoff(w.o.MinBackoff, w.o.MaxBackoff, failures, pe.retryAfter)
+		return pollBackoff(w.o.MinBackoff, w.o.MaxBackoff, failures, pe.retryAfter)
 	case s == http.StatusOK:
 		w.once("bad-answer", slog.LevelWarn, fmt.Sprintf("the backend's answer to the decisions poll makes no sense; "+
 			"check that backend.url points at a claude-relay serve; asking again in %s", w.o.MaxBackoff), args...)
@@ -355,17 +330,13 @@ func (w *Waiter) recovered() {
 	}
 }
 
-// backoff is full jitter over a capped exponential (failures from 1), or
-// the server's Retry-After up to hi.
-func backoff(lo, hi time.Duration, failures int, retryAfter time.Duration) time.Duration {
+// pollBackoff is the server's Retry-After up to hi, or full jitter over a
+// capped exponential (failures from 1).
+func pollBackoff(lo, hi time.Duration, failures int, retryAfter time.Duration) time.Duration {
 	if retryAfter > 0 {
 		return min(retryAfter, hi)
 	}
-	ceiling := hi
-	if failures < 30 {
-		ceiling = min(lo<<(failures-1), hi)
-	}
-	return lo + rand.N(max(ceiling-lo, 1))
+	return backoff.Jitter(lo, hi, failures-1)
 }
 
 // sleep waits d, or until wake is closed (true), or ctx ends (false).
@@ -385,7 +356,7 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 // apply answers the core with each decision about an approval still
 // pending. The core settles races: a decision that comes after another
 // side answered is an ErrUnknownApproval, and nothing to worry about.
-func (w *Waiter) apply(ds []Decision, pending []relay.PendingApproval) {
+func (w *Waiter) apply(ds []wire.RemoteDecision, pending []relay.PendingApproval) {
 	runOf := make(map[string]string, len(pending))
 	for _, p := range pending {
 		runOf[p.ApprovalID] = p.RunID

@@ -18,6 +18,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -106,10 +107,19 @@ func (c *fakeCore) waitIdle(t *testing.T) {
 
 func (c *fakeCore) waitAnswer(t *testing.T) {
 	t.Helper()
+	receive(t, c.answered, "the core to be answered")
+}
+
+// receive takes a value from ch, failing t when none comes within within.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
 	select {
-	case <-c.answered:
+	case v := <-ch:
+		return v
 	case <-time.After(within):
-		t.Fatal("the core was never answered")
+		t.Fatalf("waited %v for %s", within, what)
+		var zero T
+		return zero
 	}
 }
 
@@ -169,13 +179,7 @@ func (b *fakeBackend) count() int {
 
 func (b *fakeBackend) next(t *testing.T) *poll {
 	t.Helper()
-	select {
-	case p := <-b.requests:
-		return p
-	case <-time.After(within):
-		t.Fatal("no poll reached the backend")
-		return nil
-	}
+	return receive(t, b.requests, "a poll to reach the backend")
 }
 
 func status(code int, header ...string) func(http.ResponseWriter) {
@@ -187,7 +191,7 @@ func status(code int, header ...string) func(http.ResponseWriter) {
 	}
 }
 
-func decisions(ds ...Decision) func(http.ResponseWriter) {
+func decisions(ds ...wire.RemoteDecision) func(http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"decisions": ds}) //nolint:errcheck
@@ -283,7 +287,7 @@ func TestOnePollWhilePending(t *testing.T) {
 	if p.ids != "a1" || p.wait != "25s" || p.auth != "Bearer helper-token" {
 		t.Errorf("poll ids=%q wait=%q auth=%q", p.ids, p.wait, p.auth)
 	}
-	p.reply <- decisions(Decision{ApprovalID: "a1", DecisionID: "d-1", Decision: "allow", By: "phone", Reason: "fine",
+	p.reply <- decisions(wire.RemoteDecision{ApprovalID: "a1", DecisionID: "d-1", Decision: "allow", By: "phone", Reason: "fine",
 		UpdatedInput: json.RawMessage(`{"command":"ls"}`)})
 	core.waitAnswer(t)
 	core.waitIdle(t)
@@ -307,11 +311,7 @@ func TestNewApprovalRestartsThePoll(t *testing.T) {
 	}
 	core.set(a1, relay.PendingApproval{RunID: "run-2", ApprovalID: "a0"})
 	second := be.next(t)
-	select {
-	case <-first.cancelled:
-	case <-time.After(within):
-		t.Fatal("the first poll was not cancelled")
-	}
+	receive(t, first.cancelled, "the first poll to be cancelled")
 	if second.ids != "a0,a1" {
 		t.Errorf("second poll ids %q, want a0,a1", second.ids)
 	}
@@ -329,7 +329,7 @@ func TestBackoffOnServerErrors(t *testing.T) {
 	be.next(t).reply <- status(http.StatusInternalServerError)
 	be.next(t).reply <- status(http.StatusServiceUnavailable, "Retry-After", "7")
 	be.next(t).reply <- status(http.StatusBadGateway)
-	be.next(t).reply <- decisions(Decision{ApprovalID: "a1", DecisionID: "d-1", Decision: "deny", By: "phone"})
+	be.next(t).reply <- decisions(wire.RemoteDecision{ApprovalID: "a1", DecisionID: "d-1", Decision: "deny", By: "phone"})
 	core.waitAnswer(t)
 	waits := s.wait(t, 3)
 	lo := 500 * time.Millisecond
@@ -413,7 +413,7 @@ func TestRefusedDecisionDoesNotLoop(t *testing.T) {
 	core, be := newFakeCore(a1), newFakeBackend(t)
 	core.answerErr = fmt.Errorf("%w: decision \"maybe\" is not one of this tool approval's options", relay.ErrBadReply)
 	_, logs := start(t, core, be.srv.URL, nil)
-	be.next(t).reply <- decisions(Decision{ApprovalID: "a1", DecisionID: "d-bad", Decision: "maybe", By: "phone"})
+	be.next(t).reply <- decisions(wire.RemoteDecision{ApprovalID: "a1", DecisionID: "d-bad", Decision: "maybe", By: "phone"})
 	core.waitAnswer(t)
 	core.mu.Lock()
 	core.answerErr = nil
@@ -423,7 +423,7 @@ func TestRefusedDecisionDoesNotLoop(t *testing.T) {
 	if p.ids != "a2" {
 		t.Errorf("after the refusal the poll asks about %q, want only a2", p.ids)
 	}
-	p.reply <- decisions(Decision{ApprovalID: "a1", DecisionID: "d-bad", Decision: "maybe"}, Decision{ApprovalID: "a2", DecisionID: "d-2", Decision: "allow"})
+	p.reply <- decisions(wire.RemoteDecision{ApprovalID: "a1", DecisionID: "d-bad", Decision: "maybe"}, wire.RemoteDecision{ApprovalID: "a2", DecisionID: "d-2", Decision: "allow"})
 	core.waitAnswer(t)
 	var tries int
 	for _, c := range core.calls() {
@@ -444,8 +444,8 @@ func TestLateDecisionIsQuiet(t *testing.T) {
 	core, be := newFakeCore(a1), newFakeBackend(t)
 	core.answerErr = &relay.DecidedError{ApprovalID: "a1", Decided: relay.Decided{By: "extension", Decision: "deny"}}
 	_, logs := start(t, core, be.srv.URL, nil)
-	be.next(t).reply <- decisions(Decision{ApprovalID: "a1", DecisionID: "d-1", Decision: "allow"},
-		Decision{ApprovalID: "not-ours", DecisionID: "d-x", Decision: "allow"})
+	be.next(t).reply <- decisions(wire.RemoteDecision{ApprovalID: "a1", DecisionID: "d-1", Decision: "allow"},
+		wire.RemoteDecision{ApprovalID: "not-ours", DecisionID: "d-x", Decision: "allow"})
 	core.waitAnswer(t)
 	core.set()
 	core.waitIdle(t)
@@ -466,11 +466,7 @@ func TestClose(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-p.cancelled:
-	case <-time.After(within):
-		t.Fatal("the poll in flight outlived Close")
-	}
+	receive(t, p.cancelled, "Close to end the poll in flight")
 	w.Close()                          //nolint:errcheck // idempotent
 	Start(Options{Core: core}).Close() //nolint:errcheck
 	if n := be.count(); n != 1 {

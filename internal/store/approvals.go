@@ -269,6 +269,18 @@ func CheckDecision(d Decision) error {
 	return nil
 }
 
+// PrepareDecision is the decision Decide stores: d checked with
+// CheckDecision, and stamped now when it has no DecidedAt.
+func PrepareDecision(d Decision) (Decision, error) {
+	if err := CheckDecision(d); err != nil {
+		return Decision{}, err
+	}
+	if d.DecidedAt.IsZero() {
+		d.DecidedAt = time.Now().UTC()
+	}
+	return d, nil
+}
+
 // DecideRefused is Decide's answer when its conditional write changed
 // nothing: rec is the approval as stored then (nil when there is none).
 // A repeat of the stored decision (same DecisionID) is a success.

@@ -5,7 +5,10 @@
 // extension protocol and the store cannot drift apart.
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Event types of the relay's own events (CONTRACT §6).
 const (
@@ -101,6 +104,27 @@ type ApprovalResolved struct {
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"` // the input the user edited
 	Answers      json.RawMessage `json:"answers,omitempty"`       // a question's answers
 	Interrupt    bool            `json:"interrupt,omitempty"`     // the turn was stopped too
+}
+
+// RemoteDecision is a decision made through the backend's API, as the
+// helper's long-poll (GET /api/approvals/decisions) gets it: the helper
+// answers the CLI with it unless another side answered first.
+type RemoteDecision struct {
+	ApprovalID   string          `json:"approval_id"`
+	DecisionID   string          `json:"decision_id"`
+	Decision     string          `json:"decision"`
+	Reason       string          `json:"reason,omitempty"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	Answers      json.RawMessage `json:"answers,omitempty"`
+	By           string          `json:"by"` // who decided: "dashboard:<token name>" or "api:<token name>"
+	DecidedAt    time.Time       `json:"decided_at"`
+	RunID        string          `json:"run_id,omitempty"`
+	SessionID    string          `json:"session_id,omitempty"`
+}
+
+// RemoteDecisions answers GET /api/approvals/decisions.
+type RemoteDecisions struct {
+	Decisions []RemoteDecision `json:"decisions"`
 }
 
 // Source of an event envelope.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/claude-relay/claude-relay/internal/store"
 )
@@ -117,17 +116,7 @@ func (s *Store) Approvals(ctx context.Context, f store.ApprovalFilter) ([]store.
 		}
 		return out[i].ApprovalID > out[j].ApprovalID
 	})
-	limit := f.Limit
-	switch {
-	case limit <= 0:
-		limit = 100
-	case limit > 1000:
-		limit = 1000
-	}
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return page(out, f.Limit), nil
 }
 
 // snapshot copies an approval so that callers do not share its slices.
@@ -161,11 +150,9 @@ func (s *Store) Approval(ctx context.Context, id string) (store.Approval, error)
 
 // Decide implements store.Store.
 func (s *Store) Decide(ctx context.Context, d store.Decision) (store.Approval, error) {
-	if err := store.CheckDecision(d); err != nil {
+	d, err := store.PrepareDecision(d)
+	if err != nil {
 		return store.Approval{}, err
-	}
-	if d.DecidedAt.IsZero() {
-		d.DecidedAt = time.Now().UTC()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,8 +164,10 @@ func (s *Store) Decide(ctx context.Context, d store.Decision) (store.Approval, e
 		return store.DecideRefused(d, r)
 	}
 	r.Remote = &d
-	// Under s.mu, like Append's notifications; Publish never blocks.
-	s.hub.Publish(store.Notification{SessionID: r.SessionID, Cursor: s.sessions[r.SessionID].info.LastCursor})
+	if !s.QuietDecide {
+		// Under s.mu, like Append's notifications; Publish never blocks.
+		s.hub.Publish(store.Notification{SessionID: r.SessionID, Cursor: s.sessions[r.SessionID].info.LastCursor})
+	}
 	return snapshot(r), nil
 }
 

@@ -33,6 +33,9 @@ type Store struct {
 
 	// AppendErr, when set, makes Append fail with it (tests of error paths).
 	AppendErr error
+	// QuietDecide, when set, makes Decide store a decision without
+	// notifying subscribers (a lost notification).
+	QuietDecide bool
 	// Appends counts Append calls, Stored the events they stored.
 	Appends, Stored int
 }
@@ -210,17 +213,22 @@ func (s *Store) Sessions(ctx context.Context, opts store.ListOptions) ([]store.S
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return newer(out[i].UpdatedAt, out[i].ID, out[j].UpdatedAt, out[j].ID) })
-	limit := opts.Limit
+	return page(out, opts.Limit), nil
+}
+
+// page is the first limit of list, with the SQL stores' paging rule: a
+// limit of 0 (or less) means 100, and no page is longer than 1000.
+func page[T any](list []T, limit int) []T {
 	switch {
 	case limit <= 0:
 		limit = 100
 	case limit > 1000:
 		limit = 1000
 	}
-	if len(out) > limit {
-		out = out[:limit]
+	if len(list) > limit {
+		list = list[:limit]
 	}
-	return out, nil
+	return list
 }
 
 // newer orders the session list.
@@ -261,17 +269,7 @@ func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit
 	if after < 0 {
 		after = 0
 	}
-	switch {
-	case limit <= 0:
-		limit = 100
-	case limit > 1000:
-		limit = 1000
-	}
-	evs := ss.events[after:]
-	if len(evs) > limit {
-		evs = evs[:limit]
-	}
-	return append([]store.Event(nil), evs...), nil
+	return append([]store.Event(nil), page(ss.events[after:], limit)...), nil
 }
 
 // Subscribe implements store.Store: notifications coalesce per session while

@@ -391,19 +391,7 @@
   function noteProject(p) { if (typeof p === 'string' && p) projects.add(p); }
 
   function renderProjects() {
-    const list = Array.from(projects).sort((a, b) => F.basename(a).localeCompare(F.basename(b)) || a.localeCompare(b));
-    const names = new Map();
-    for (const p of list) names.set(F.basename(p), (names.get(F.basename(p)) || 0) + 1);
-    const all = el('option', null, 'All projects');
-    all.value = '';
-    const opts = [all];
-    for (const p of list) {
-      const o = el('option', null, names.get(F.basename(p)) > 1 ? p : F.basename(p));
-      o.value = p;
-      o.title = p;
-      opts.push(o);
-    }
-    ctl.project.replaceChildren(...opts);
+    ctl.project.replaceChildren(...F.projectOptions(projects));
     ctl.project.value = state.project;
   }
 

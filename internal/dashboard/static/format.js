@@ -1,5 +1,7 @@
 // Number, time and path formatting shared by the session list and the cost
-// page (window.CRFmt). Pure functions: nothing here touches the page.
+// page (window.CRFmt), and the project filter both have. Pure functions but
+// projectOptions, which makes elements (with window.CR.el) for the caller
+// to place: nothing here touches the page.
 'use strict';
 
 window.CRFmt = (function () {
@@ -70,6 +72,27 @@ window.CRFmt = (function () {
   }
   function isDate(s) { return /^\d{4}-\d{2}-\d{2}$/.test(s || '') && !isNaN(Date.parse(s + 'T00:00:00Z')); }
 
+  // projectOptions is the project filter's options: "All projects" (value
+  // ""), then every project path in projects (a Set) by its name, sorted by
+  // name; a name two projects share shows the full path. Every title is the
+  // path.
+  function projectOptions(projects) {
+    const el = window.CR.el;
+    const list = Array.from(projects).sort((a, b) => basename(a).localeCompare(basename(b)) || a.localeCompare(b));
+    const names = new Map();
+    for (const p of list) names.set(basename(p), (names.get(basename(p)) || 0) + 1);
+    const all = el('option', null, 'All projects');
+    all.value = '';
+    const opts = [all];
+    for (const p of list) {
+      const o = el('option', null, names.get(basename(p)) > 1 ? p : basename(p));
+      o.value = p;
+      o.title = p;
+      opts.push(o);
+    }
+    return opts;
+  }
+
   // apiError reads {"error": "..."} from a failed answer, else its status.
   async function apiError(res) {
     try {
@@ -79,5 +102,5 @@ window.CRFmt = (function () {
     return 'HTTP ' + res.status;
   }
 
-  return { num, usd, usdAxis, tokens, tokensShort, totalTokens, basename, relTime, absTime, utcDate, addDays, isDate, apiError };
+  return { num, usd, usdAxis, tokens, tokensShort, totalTokens, basename, relTime, absTime, utcDate, addDays, isDate, projectOptions, apiError };
 })();

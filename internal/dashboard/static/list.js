@@ -432,21 +432,10 @@
   // last 90 days of usage), by name; a name two projects share shows the
   // full path.
   function renderProjects() {
-    const list = Array.from(projects).sort((a, b) => F.basename(a).localeCompare(F.basename(b)) || a.localeCompare(b));
-    const key = list.join('\n');
+    const key = Array.from(projects).sort().join('\n');
     if (key === projectsShown) return;
     projectsShown = key;
-    const names = new Map();
-    for (const p of list) names.set(F.basename(p), (names.get(F.basename(p)) || 0) + 1);
-    const opts = [el('option', null, 'All projects')];
-    opts[0].value = '';
-    for (const p of list) {
-      const o = el('option', null, names.get(F.basename(p)) > 1 ? p : F.basename(p));
-      o.value = p;
-      o.title = p;
-      opts.push(o);
-    }
-    ctl.project.replaceChildren(...opts);
+    ctl.project.replaceChildren(...F.projectOptions(projects));
     ctl.project.value = filters.project;
   }
 

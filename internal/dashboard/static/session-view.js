@@ -31,31 +31,23 @@ window.CRView = (function () {
     return more;
   }
 
-  function textBlock(cls, text) {
-    const div = el('div', cls);
+  // clipped puts text in node, cut after MAX_TEXT characters and ended with
+  // more, then wrapped with a "Show all" button.
+  function clipped(node, text, more) {
     text = String(text);
     if (text.length <= MAX_TEXT) {
-      div.textContent = text;
-      return div;
+      node.textContent = text;
+      return node;
     }
-    div.textContent = text.slice(0, MAX_TEXT) + '…';
+    node.textContent = text.slice(0, MAX_TEXT) + more;
     const wrap = el('div', 'clipped');
-    wrap.append(div, showAll(div, text, (t) => { div.textContent = t; }));
+    wrap.append(node, showAll(node, text, (t) => { node.textContent = t; }));
     return wrap;
   }
 
-  function preBlock(text) {
-    const pre = el('pre');
-    text = String(text);
-    if (text.length <= MAX_TEXT) {
-      pre.textContent = text;
-      return pre;
-    }
-    pre.textContent = text.slice(0, MAX_TEXT) + '\n…';
-    const wrap = el('div', 'clipped');
-    wrap.append(pre, showAll(pre, text, (t) => { pre.textContent = t; }));
-    return wrap;
-  }
+  function textBlock(cls, text) { return clipped(el('div', cls), text, '…'); }
+
+  function preBlock(text) { return clipped(el('pre'), text, '\n…'); }
 
   // jsonText is data as indented JSON; for data that cannot be (cycles do
   // not come from JSON.parse, but a depth the engine refuses might), text.

@@ -46,11 +46,7 @@ func (s *Store) Approvals(ctx context.Context, f store.ApprovalFilter) ([]store.
 	if err != nil {
 		return nil, fmt.Errorf("postgres: approvals: %w", err)
 	}
-	out := make([]store.Approval, len(recs))
-	for i, r := range recs {
-		out[i] = r.Approval
-	}
-	return out, nil
+	return ingest.ApprovalsOf(recs), nil
 }
 
 const selectApproval = `SELECT ` + ingest.ApprovalColumns + `, ` + ingest.RemoteColumns + ` FROM approvals WHERE approval_id = $1`
@@ -80,17 +76,15 @@ func (s *Store) Decide(ctx context.Context, d store.Decision) (store.Approval, e
 	if s.closed.Load() {
 		return store.Approval{}, store.ErrClosed
 	}
-	if err := store.CheckDecision(d); err != nil {
+	d, err := store.PrepareDecision(d)
+	if err != nil {
 		return store.Approval{}, err
-	}
-	if d.DecidedAt.IsZero() {
-		d.DecidedAt = time.Now().UTC()
 	}
 	var (
 		rec *store.ApprovalRecord
 		won bool
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var sessionID string
 		err := tx.QueryRow(ctx, `UPDATE approvals SET decision_id = $1, remote_decision = $2,
 			remote_reason = $3, remote_updated_input = $4, remote_answers = $5, remote_by = $6,
@@ -137,11 +131,7 @@ func (s *Store) Decisions(ctx context.Context, ids []string) ([]store.Decision, 
 	if err != nil {
 		return nil, fmt.Errorf("postgres: decisions: %w", err)
 	}
-	out := make([]store.Decision, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, *r.Remote)
-	}
-	return out, nil
+	return ingest.DecisionsOf(recs), nil
 }
 
 // ClaimNotify implements store.Store: one conditional UPDATE, so exactly one

@@ -21,16 +21,8 @@ func (s *Store) Usage(ctx context.Context, uq store.UsageQuery) ([]store.UsageRo
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: usage: %w", err)
 	}
-	defer rows.Close()
-	out := []store.UsageRow{}
-	for rows.Next() {
-		u, err := ingest.ScanUsageRow(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: usage: %w", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, ingest.ScanUsageRow)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: usage: %w", err)
 	}
 	return out, nil
@@ -46,11 +38,7 @@ func (s *Store) Approvals(ctx context.Context, f store.ApprovalFilter) ([]store.
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: approvals: %w", err)
 	}
-	out := make([]store.Approval, len(recs))
-	for i, r := range recs {
-		out[i] = r.Approval
-	}
-	return out, nil
+	return ingest.ApprovalsOf(recs), nil
 }
 
 // queryer is a *sql.DB or *sql.Tx.
@@ -63,16 +51,7 @@ func queryApprovals(ctx context.Context, db queryer, q string, args ...any) ([]*
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*store.ApprovalRecord
-	for rows.Next() {
-		r, err := ingest.ScanApproval(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return collect(rows, ingest.ScanApproval)
 }
 
 // Approval implements store.Store.
@@ -99,11 +78,9 @@ func (s *Store) Decide(ctx context.Context, d store.Decision) (store.Approval, e
 	if s.closed.Load() {
 		return store.Approval{}, store.ErrClosed
 	}
-	if err := store.CheckDecision(d); err != nil {
+	d, err := store.PrepareDecision(d)
+	if err != nil {
 		return store.Approval{}, err
-	}
-	if d.DecidedAt.IsZero() {
-		d.DecidedAt = time.Now().UTC()
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -158,11 +135,7 @@ func (s *Store) Decisions(ctx context.Context, ids []string) ([]store.Decision, 
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: decisions: %w", err)
 	}
-	out := make([]store.Decision, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, *r.Remote)
-	}
-	return out, nil
+	return ingest.DecisionsOf(recs), nil
 }
 
 // ClaimNotify implements store.Store: one conditional UPDATE, so exactly one

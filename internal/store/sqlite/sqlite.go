@@ -210,16 +210,8 @@ func (s *Store) Sessions(ctx context.Context, opts store.ListOptions) ([]store.S
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
 	}
-	defer rows.Close()
-	out := []store.Session{}
-	for rows.Next() {
-		sess, err := ingest.ScanSession(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: sessions: %w", err)
-		}
-		out = append(out, sess)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, ingest.ScanSession)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
 	}
 	return out, nil
@@ -235,17 +227,28 @@ func (s *Store) Events(ctx context.Context, sessionID string, after int64, limit
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: events of %q: %w", sessionID, err)
 	}
+	out, err := collect(rows, ingest.ScanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events of %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// collect reads every row of rows with scan and closes them: what
+// pgx.CollectRows is to the PostgreSQL store, except that no rows is an
+// empty list, never nil.
+func collect[T any](rows *sql.Rows, scan func(ingest.Scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
-	out := []store.Event{}
+	out := []T{}
 	for rows.Next() {
-		ev, err := ingest.ScanEvent(rows)
+		v, err := scan(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: events of %q: %w", sessionID, err)
+			return nil, err
 		}
-		out = append(out, ev)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: events of %q: %w", sessionID, err)
+		return nil, err
 	}
 	return out, nil
 }

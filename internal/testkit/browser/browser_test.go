@@ -35,3 +35,21 @@ func TestTabRecords(t *testing.T) {
 		t.Errorf("exceptions %q", e)
 	}
 }
+
+// WaitJS sees a condition that becomes true later, across a navigation.
+func TestWaitJS(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/next" {
+			_, _ = w.Write([]byte(`<!doctype html><title>next</title><script>setTimeout(() => { window.done = true }, 200)</script>`))
+			return
+		}
+		_, _ = w.Write([]byte(`<!doctype html><title>t</title><script>setTimeout(() => { location.href = "/next" }, 100)</script>`))
+	}))
+	defer ts.Close()
+	tab := New(t, Options{})
+	if err := chromedp.Do(tab.Ctx, chromedp.Navigate(ts.URL)); err != nil {
+		t.Fatal(err)
+	}
+	WaitJS(t, tab.Ctx, `location.pathname === "/next" && window.done === true`, 20*time.Second)
+}

@@ -233,6 +233,25 @@ func ScanApproval(row Scanner) (*store.ApprovalRecord, error) {
 	return &r, nil
 }
 
+// ApprovalsOf is what Approvals answers of the records it read.
+func ApprovalsOf(recs []*store.ApprovalRecord) []store.Approval {
+	out := make([]store.Approval, len(recs))
+	for i, r := range recs {
+		out[i] = r.Approval
+	}
+	return out
+}
+
+// DecisionsOf is what Decisions answers of the records it read, every one
+// with a remote decision (its query keeps only rows with a decision_id).
+func DecisionsOf(recs []*store.ApprovalRecord) []store.Decision {
+	out := make([]store.Decision, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, *r.Remote)
+	}
+	return out
+}
+
 // DecisionArgs are the values of RemoteColumns.
 func DecisionArgs(d *store.Decision) []any {
 	return []any{d.DecisionID, d.Decision, d.Reason, string(d.UpdatedInput), string(d.Answers), d.By, Nanos(d.DecidedAt)}

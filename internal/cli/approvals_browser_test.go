@@ -3,9 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/testkit/browser"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
@@ -32,7 +37,7 @@ const envScreenshots = "CLAUDE_RELAY_SCREENSHOTS"
 func TestApprovalFromTheDashboard(t *testing.T) {
 	t.Parallel()
 	const command = "echo remote-ok > marker"
-	cwd, p, ctx, tab := dashboardApprovalSetup(t, command, "marker left")
+	cwd, p, ctx, tab, pushes := dashboardApprovalSetup(t, command, "marker left")
 
 	p.prompt("remote", "sess-remote", "leave a marker", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
 	req := p.waitEvent(extension.EventApprovalRequested, "remote")
@@ -70,6 +75,7 @@ func TestApprovalFromTheDashboard(t *testing.T) {
 	if e := tab.Exceptions(); len(e) > 0 {
 		t.Errorf("uncaught exceptions in the page: %q", e)
 	}
+	pushes.checkOne(t, req.ApprovalID, cmdOf(t, req.Input))
 	p.shutdownOK()
 }
 
@@ -107,7 +113,7 @@ func abJSString(s string) string {
 // dashboardApprovalSetup starts serve with an approve-scoped token for the
 // browser, an extension helper whose CLI will ask to run command and then
 // answer final, and a Chromium tab logged in on /approvals.
-func dashboardApprovalSetup(t *testing.T, command, final string) (string, *extProc, context.Context, *browser.Tab) {
+func dashboardApprovalSetup(t *testing.T, command, final string) (string, *extProc, context.Context, *browser.Tab, *pushReceiver) {
 	t.Helper()
 	cli := realcli.RealCLI(t)
 	cwd := trustedDir(t, cli)
@@ -120,7 +126,9 @@ func dashboardApprovalSetup(t *testing.T, command, final string) (string, *extPr
 	// helper posts with the data dir's own token, which may not.
 	const approveToken = "approve-token-for-the-browser-7c1d2e"
 	scoped, _ := json.Marshal([]map[string]any{{"token": approveToken, "name": "browser", "scopes": []string{"approve"}}})
-	url := startServe(t, []string{"HOME=" + cli.Home, "PATH=" + os.Getenv("PATH"), "CLAUDE_RELAY_SERVE_TOKENS=" + string(scoped)}, cli.Home, "")
+	pushes := newPushReceiver(t)
+	url := startServe(t, []string{"HOME=" + cli.Home, "PATH=" + os.Getenv("PATH"), "CLAUDE_RELAY_SERVE_TOKENS=" + string(scoped),
+		"CLAUDE_RELAY_SERVE_NOTIFY_URL=" + pushes.url + "/relay-topic"}, cli.Home, "")
 
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
 	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
@@ -140,7 +148,57 @@ func dashboardApprovalSetup(t *testing.T, command, final string) (string, *extPr
 	if err != nil || !strings.Contains(who, "approve") {
 		t.Errorf("the page does not say this login may approve: %q (%v)", who, err)
 	}
-	return cwd, p, ctx, tab
+	return cwd, p, ctx, tab, pushes
+}
+
+// pushReceiver is an ntfy-style topic on loopback: it records every POST.
+type pushReceiver struct {
+	url string
+	mu  sync.Mutex
+	got []pushed
+}
+
+// pushed is one push as the receiver got it.
+type pushed struct{ path, title, click, body string }
+
+func newPushReceiver(t *testing.T) *pushReceiver {
+	t.Helper()
+	r := &pushReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.got = append(r.got, pushed{req.URL.Path, req.Header.Get("Title"), req.Header.Get("Click"), string(b)})
+		r.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	return r
+}
+
+// checkOne checks that exactly one push announced approval id, linking to
+// it, with a short title and no more of the input than that.
+func (r *pushReceiver) checkOne(t *testing.T, id, command string) {
+	t.Helper()
+	var got []pushed
+	poll.Within(10*time.Second, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		got = append([]pushed(nil), r.got...)
+		return len(got) > 0
+	})
+	time.Sleep(200 * time.Millisecond) // a second push would come at once
+	r.mu.Lock()
+	got = append([]pushed(nil), r.got...)
+	r.mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("%d pushes, want exactly one: %+v", len(got), got)
+	}
+	p := got[0]
+	t.Logf("push: title %q, click %q, body %q", p.title, p.click, p.body)
+	if p.path != "/relay-topic" || p.title != "Claude wants to run Bash" || !strings.HasSuffix(p.click, "/approvals#"+id) ||
+		!strings.Contains(p.body, command) || len(p.body) > 400 {
+		t.Errorf("push %+v: want the topic, the title, a link to approval %s and the short title", p, id)
+	}
 }
 
 // TestDenyFromTheDashboardWhileTheEditorWaits: the extension has the
@@ -149,7 +207,7 @@ func dashboardApprovalSetup(t *testing.T, command, final string) (string, *extPr
 // own late answer is refused with the same words.
 func TestDenyFromTheDashboardWhileTheEditorWaits(t *testing.T) {
 	t.Parallel()
-	cwd, p, ctx, tab := dashboardApprovalSetup(t, "echo denied > marker", "not run, then")
+	cwd, p, ctx, tab, pushes := dashboardApprovalSetup(t, "echo denied > marker", "not run, then")
 	p.prompt("deny", "sess-deny", "leave a marker", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
 	req := p.waitEvent(extension.EventApprovalRequested, "deny")
 	card := `.approval[data-approval-id=` + abJSString(req.ApprovalID) + `]`
@@ -183,5 +241,18 @@ func TestDenyFromTheDashboardWhileTheEditorWaits(t *testing.T) {
 	if e := tab.Exceptions(); len(e) > 0 {
 		t.Errorf("uncaught exceptions in the page: %q", e)
 	}
+	pushes.checkOne(t, req.ApprovalID, cmdOf(t, req.Input))
 	p.shutdownOK()
+}
+
+// cmdOf is the Bash command of an approval's input.
+func cmdOf(t *testing.T, input json.RawMessage) string {
+	t.Helper()
+	var in struct {
+		Command string `json:"command"`
+	}
+	if err := json.Unmarshal(input, &in); err != nil || in.Command == "" {
+		t.Fatalf("approval input %s has no command (%v)", input, err)
+	}
+	return in.Command
 }

@@ -36,7 +36,8 @@ const (
 //   - Source: relay.run_started's mode ("terminal", "acp", else background);
 //     any hook.* or transcript.* event shows a terminal session.
 //   - Model: system/init's model (the model the CLI runs), relay.run_started's
-//     model (the one the run asked for).
+//     model (the one the run asked for), a terminal transcript's assistant
+//     message's model (a terminal run has no init event).
 //   - Tools: the names of an assistant message's tool_use blocks (the CLI's
 //     "assistant" events and the terminal's transcript.assistant lines),
 //     hook.PreToolUse's tool_name.
@@ -71,6 +72,7 @@ func listingFacts(f *Facts, ev Event, obj map[string]json.RawMessage, typ string
 		f.Source = SourceTerminal
 		if et == "transcript.assistant" && typ == "assistant" {
 			f.Tools = toolNames(obj["message"])
+			f.Model = transcriptModel(obj["message"])
 		}
 	case et == "system" && typ == "system" && jsonString(obj["subtype"]) == "init":
 		f.Model = jsonString(obj["model"])
@@ -284,4 +286,17 @@ func AddSearch(text string, items ...string) (string, bool) {
 // (from SearchNeedle): the rule the SQL stores apply with instr/strpos.
 func SearchMatches(text, needle string) bool {
 	return needle == "" || strings.Contains(text, needle)
+}
+
+// transcriptModel is the model of a transcript assistant message; the CLI
+// writes "<synthetic>" for messages it made itself (an API error shown as
+// a reply), which name no model.
+func transcriptModel(msg json.RawMessage) string {
+	var m struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(msg, &m) != nil || strings.HasPrefix(m.Model, "<") {
+		return ""
+	}
+	return m.Model
 }

@@ -71,8 +71,10 @@ func listCases() []struct {
 				ev(sid, "i1", 3, "hook.UserPromptSubmit", 2, `{"session_id":"c1","cwd":"/t/hook","prompt":"typed in the terminal"}`),
 				ev(sid, "i1", 4, "transcript.user", 3, `{"type":"user","sessionId":"c1"}`),
 				ev(sid, "i1", 5, "hook.UserPromptSubmit", 4, `{"session_id":"c1","prompt":"and a second one"}`),
+				ev(sid, "i1", 6, "transcript.assistant", 5, `{"type":"assistant","sessionId":"c1","message":{"model":"claude-opus-5-5","content":[]}}`),
+				ev(sid, "i1", 7, "transcript.assistant", 6, `{"type":"assistant","sessionId":"c1","message":{"model":"<synthetic>","content":[]}}`),
 			}
-		}, store.Session{Title: "typed in the terminal", Project: "/t/run", Source: store.SourceTerminal}},
+		}, store.Session{Title: "typed in the terminal", Project: "/t/run", Source: store.SourceTerminal, Model: "claude-opus-5-5"}},
 		{"terminal hooks only", func(sid string) []store.Event {
 			return []store.Event{
 				ev(sid, "i1", 2, "hook.PreToolUse", 2, `{"session_id":"c1","cwd":"/h/2","tool_name":"Edit"}`),

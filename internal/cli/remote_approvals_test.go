@@ -69,10 +69,6 @@ func decide(t *testing.T, url, token, approvalID, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// errNoApprovalsAPI: the backend answers 501 (the stubs before issue 17's
-// API landed).
-var errNoApprovalsAPI = errors.New("the backend has no approvals API yet (501)")
-
 // approvalAt reads one approval from the backend.
 func approvalAt(t *testing.T, be backendAPI, id string) (store.Approval, int) {
 	t.Helper()
@@ -81,19 +77,16 @@ func approvalAt(t *testing.T, be backendAPI, id string) (store.Approval, int) {
 }
 
 // waitApproval waits until the backend has approval id in a state ok
-// accepts; a backend without the approvals API skips the test.
+// accepts.
 func waitApproval(t *testing.T, be backendAPI, id, what string, ok func(store.Approval) bool) store.Approval {
 	t.Helper()
 	var last store.Approval
 	var code int
 	if !poll.Within(30*time.Second, func() bool {
 		last, code = approvalAt(t, be, id)
-		return code == http.StatusNotImplemented || (code == http.StatusOK && ok(last))
+		return code == http.StatusOK && ok(last)
 	}) {
 		t.Fatalf("the backend at %s never had approval %s %s: HTTP %d %+v", be.url, id, what, code, last)
-	}
-	if code == http.StatusNotImplemented {
-		t.Skip(errNoApprovalsAPI)
 	}
 	return last
 }
@@ -341,9 +334,6 @@ func TestRunTTYDecidedThroughTheBackend(t *testing.T) {
 	}
 	if !poll.Within(30*time.Second, func() bool {
 		code := be.get(t, "/api/approvals?state=pending", &list)
-		if code == http.StatusNotImplemented {
-			t.Skip(errNoApprovalsAPI)
-		}
 		return code == http.StatusOK && len(list.Approvals) == 1
 	}) {
 		r.Fail("the backend never listed the pending approval: %+v", list.Approvals)

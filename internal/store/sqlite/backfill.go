@@ -47,14 +47,9 @@ func (s txSource) Events(ctx context.Context, sessionID string) ([]store.Event, 
 	if err != nil {
 		return nil, fmt.Errorf("events of %q: %w", sessionID, err)
 	}
-	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		ev, err := ingest.ScanEvent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("events of %q: %w", sessionID, err)
-		}
-		out = append(out, ev)
+	out, err := collect(rows, ingest.ScanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("events of %q: %w", sessionID, err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

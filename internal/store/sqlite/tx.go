@@ -213,29 +213,43 @@ func (t *writeTx) Write(ctx context.Context, w ingest.Writes) error {
 			return fmt.Errorf("upsert interaction %s: %w", w.Interactions[i].ID, err)
 		}
 	}
-	for _, r := range w.Search {
-		if _, err := t.stmt(ctx, t.st.upsertSearch).ExecContext(ctx, r.SessionID, r.Text); err != nil {
-			return fmt.Errorf("search text of %q: %w", r.SessionID, err)
+	// Bound to the transaction once per Write, and only when used: most
+	// appends carry no search text, approval or run end.
+	if len(w.Search) > 0 {
+		upsertSearch := t.stmt(ctx, t.st.upsertSearch)
+		for _, r := range w.Search {
+			if _, err := upsertSearch.ExecContext(ctx, r.SessionID, r.Text); err != nil {
+				return fmt.Errorf("search text of %q: %w", r.SessionID, err)
+			}
 		}
 	}
-	for i := range w.Approvals {
-		args, err := ingest.ApprovalArgs(&w.Approvals[i])
-		if err != nil {
-			return err
-		}
-		if _, err := t.stmt(ctx, t.st.upsertApproval).ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("upsert approval %s: %w", w.Approvals[i].ApprovalID, err)
+	if len(w.Approvals) > 0 {
+		upsertApproval := t.stmt(ctx, t.st.upsertApproval)
+		for i := range w.Approvals {
+			args, err := ingest.ApprovalArgs(&w.Approvals[i])
+			if err != nil {
+				return err
+			}
+			if _, err := upsertApproval.ExecContext(ctx, args...); err != nil {
+				return fmt.Errorf("upsert approval %s: %w", w.Approvals[i].ApprovalID, err)
+			}
 		}
 	}
-	for _, e := range w.RunEnds {
-		if _, err := t.stmt(ctx, t.st.upsertRunEnd).ExecContext(ctx, e.SessionID, e.RunID, ingest.Nanos(e.At), e.EventID); err != nil {
-			return fmt.Errorf("end of run %s: %w", e.RunID, err)
+	if len(w.RunEnds) > 0 {
+		upsertRunEnd := t.stmt(ctx, t.st.upsertRunEnd)
+		for _, e := range w.RunEnds {
+			if _, err := upsertRunEnd.ExecContext(ctx, e.SessionID, e.RunID, ingest.Nanos(e.At), e.EventID); err != nil {
+				return fmt.Errorf("end of run %s: %w", e.RunID, err)
+			}
 		}
 	}
 	return nil
 }
 
 func (t *writeTx) writeResults(ctx context.Context, results []ingest.ResultRow) error {
+	if len(results) == 0 {
+		return nil // most appends carry no result: bind nothing
+	}
 	insertResult := t.stmt(ctx, t.st.insertResult)
 	insertUsage := t.stmt(ctx, t.st.insertResultUsage)
 	for _, r := range results {

@@ -307,25 +307,15 @@ func hasMarker(environ []byte) bool {
 	return false
 }
 
-// ppid reads field 4 of /proc/PID/stat. The command name (field 2) is in
-// parentheses and may itself hold spaces and parentheses, so the fields are
-// counted from the last ')'.
+// ppid reads the parent pid from /proc/PID/stat.
 func (fs procFS) ppid(pid int) (int, error) {
 	b, err := os.ReadFile(filepath.Join(fs.root, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("%s/%d/stat has no ')': %.80q", fs.root, pid, b)
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("%s/%d/stat has %d fields after the command", fs.root, pid, len(f))
-	}
-	ppid, err := strconv.Atoi(string(f[1]))
+	ppid, err := proc.PPID(b)
 	if err != nil {
-		return 0, fmt.Errorf("%s/%d/stat: ppid %q: %w", fs.root, pid, f[1], err)
+		return 0, fmt.Errorf("%s/%d/stat: %w", fs.root, pid, err)
 	}
 	return ppid, nil
 }

@@ -55,6 +55,12 @@ func parseStat(b []byte) (stat, error) {
 	return s, nil
 }
 
+// PPID is the parent pid in the contents of /proc/PID/stat.
+func PPID(stat []byte) (int, error) {
+	s, err := parseStat(stat)
+	return s.ppid, err
+}
+
 // hasEnvEntry reports whether a NUL-separated environment block (the
 // contents of /proc/PID/environ) contains exactly the entry: "K=v" matches
 // neither "K=vv" nor "XK=v".

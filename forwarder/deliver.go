@@ -137,10 +137,7 @@ func cleanErr(err error) string {
 // jitterBackoff is full jitter over a capped exponential, unless the server
 // said Retry-After, which is honoured up to max.
 func jitterBackoff(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
-	if d, ok := backoff.RetryAfter(resp, time.Now()); ok {
-		return min(d, hi)
-	}
-	return backoff.Jitter(lo, hi, attempt)
+	return backoff.Delay(lo, hi, hi, attempt, resp, time.Now())
 }
 
 // deliverLoop sends one session's records in order, one request at a time.

@@ -42,3 +42,12 @@ func RetryAfter(resp *http.Response, now time.Time) (d time.Duration, ok bool) {
 	}
 	return 0, false
 }
+
+// Delay is how long to wait before attempt: what resp's Retry-After says,
+// up to maxRetryAfter, else Jitter(lo, hi, attempt).
+func Delay(lo, hi, maxRetryAfter time.Duration, attempt int, resp *http.Response, now time.Time) time.Duration {
+	if d, ok := RetryAfter(resp, now); ok {
+		return min(d, maxRetryAfter)
+	}
+	return Jitter(lo, hi, attempt)
+}

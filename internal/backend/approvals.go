@@ -1,14 +1,12 @@
 package backend
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -242,24 +240,12 @@ func decisionID(p *principal, approvalID string, body []byte) string {
 	return "d-" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// Decisions an approval may offer, by kind, when its request named none
-// (as relay's optionsFor has them).
-func optionsFor(kind string) []string {
-	switch kind {
-	case relaywire.ApprovalPlan:
-		return []string{"accept_edits", "default", "keep_planning"}
-	case relaywire.ApprovalQuestion:
-		return []string{"allow", "deny"}
-	default:
-		return []string{"allow", "allow_always", "deny"}
-	}
-}
+// optionsFor is what a decision may be, by approval kind, when its
+// request named no options.
+func optionsFor(kind string) []string { return relaywire.OptionsFor(kind) }
 
 // checkDecision holds a decision to the rules the helper applies to any
-// reply (internal/relay/reply.go, Reply.decision, which is unexported and
-// sits on the executor, so it is mirrored here rather than imported): one
-// of the approval's options; updated_input an object, only to allow a
-// tool; answers only for a question, which needs them to be allowed.
+// reply (relaywire.CheckReply), and to the API's own limit on its reason.
 // Checking here turns a reply the helper would refuse into a 400 now,
 // instead of a decision stored that can never apply.
 func checkDecision(a store.Approval, b decisionBody) error {
@@ -267,54 +253,18 @@ func checkDecision(a store.Approval, b decisionBody) error {
 	if len(options) == 0 {
 		options = optionsFor(a.Kind)
 	}
-	if !slices.Contains(options, b.Decision) {
-		return fmt.Errorf("decision %q is not one of this %s approval's options (%s)", clip(b.Decision), orDash(a.Kind), strings.Join(options, ", "))
+	if _, err := relaywire.CheckReply(a.Kind, options, b.Decision, b.UpdatedInput, b.Answers); err != nil {
+		return err
 	}
-	allow := b.Decision != "deny" && b.Decision != "keep_planning"
 	if len(b.Reason) > maxReason {
 		return fmt.Errorf("reason is %d bytes; at most %d", len(b.Reason), maxReason)
-	}
-	if present(b.UpdatedInput) {
-		if !allow || a.Kind != relaywire.ApprovalTool {
-			return fmt.Errorf("updated_input goes with allow or allow_always on a tool approval, not %s on a %s", b.Decision, orDash(a.Kind))
-		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(b.UpdatedInput, &m) != nil || m == nil {
-			return fmt.Errorf("updated_input must be a JSON object (the tool's whole input, e.g. {\"command\": \"…\"}), got %s", preview(b.UpdatedInput))
-		}
-	}
-	var answers map[string]string
-	if present(b.Answers) {
-		if a.Kind != relaywire.ApprovalQuestion {
-			return fmt.Errorf("answers are for a question (kind question); this is a %s approval", orDash(a.Kind))
-		}
-		if err := json.Unmarshal(b.Answers, &answers); err != nil {
-			return fmt.Errorf("answers must map each question's text to its answer, e.g. {\"Which color?\": \"Blue\"}, got %s", preview(b.Answers))
-		}
-	}
-	if a.Kind == relaywire.ApprovalQuestion && allow && len(answers) == 0 {
-		return errors.New(`allow on a question needs answers: {"<question text>": "<answer>"}`)
 	}
 	return nil
 }
 
-func present(b json.RawMessage) bool {
-	t := bytes.TrimSpace(b)
-	return len(t) > 0 && string(t) != "null"
-}
-
 func nonNull(b json.RawMessage) json.RawMessage {
-	if !present(b) {
+	if !relaywire.Present(b) {
 		return nil
 	}
 	return b
-}
-
-// preview is a short quote of a bad value for an error message.
-func preview(b json.RawMessage) string {
-	s := string(bytes.TrimSpace(b))
-	if len(s) > 60 {
-		s = s[:60] + "…"
-	}
-	return s
 }

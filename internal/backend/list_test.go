@@ -254,9 +254,9 @@ func testListFilters(t *testing.T, e *env) {
 	e.postRun(run{session: "beta", prompt: "Write the release notes", cwd: "/work/docs", model: "claude-opus-4-1", tool: "WebFetch", cost: 1})
 	e.postRun(run{session: "gamma", prompt: "Refactor the parser", cwd: "/work/app", model: "claude-sonnet-4-5", tool: "Edit", running: true})
 
-	today := time.Now().UTC().Format(dateLayout)
-	tomorrow := time.Now().UTC().AddDate(0, 0, 1).Format(dateLayout)
-	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(dateLayout)
+	today := time.Now().UTC().Format(time.DateOnly)
+	tomorrow := time.Now().UTC().AddDate(0, 0, 1).Format(time.DateOnly)
+	yesterday := time.Now().UTC().AddDate(0, 0, -1).Format(time.DateOnly)
 	for _, tt := range []struct{ query, want string }{
 		{"", "gamma,beta,alpha"},
 		{"q=flaky", "alpha"},

@@ -68,12 +68,8 @@ func (s *Server) handleMarkdown(w http.ResponseWriter, r *http.Request) {
 			return // the page went away; rendering more is for nobody
 		}
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "private, max-age=3600")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(out)
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	writeJSON(w, http.StatusOK, out)
 }
 
 // parseCursors reads "1,5,9": sorted, without repeats. msg says what is

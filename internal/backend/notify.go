@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/claude-relay/claude-relay/internal/backoff"
+	"github.com/claude-relay/claude-relay/internal/logging"
 )
 
 // Push notifications for pending approvals (CONTRACT §10): with
@@ -255,10 +256,7 @@ func retryableStatus(code int) bool {
 // HTTP date, up to maxRetryAfter), else a full-jitter delay between lo and
 // lo·2^attempt capped at hi.
 func pushBackoff(lo, hi, maxRetryAfter time.Duration, attempt int, resp *http.Response, now time.Time) time.Duration {
-	if d, ok := backoff.RetryAfter(resp, now); ok {
-		return min(d, maxRetryAfter)
-	}
-	return backoff.Jitter(lo, hi, attempt)
+	return backoff.Delay(lo, hi, maxRetryAfter, attempt, resp, now)
 }
 
 // Send queues m for the worker and returns at once. It drops m, with a
@@ -398,10 +396,7 @@ func (n *notifier) redact(err error) string {
 	if errors.As(err, &ue) {
 		msg = ue.Op + " " + n.target + ": " + ue.Err.Error()
 	}
-	for _, s := range n.secrets {
-		msg = strings.ReplaceAll(msg, s, "[redacted]")
-	}
-	return msg
+	return logging.Redact(msg, n.secrets)
 }
 
 // clipPush makes m's texts valid UTF-8 within the push limits.

@@ -7,7 +7,6 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/claude-relay/claude-relay/internal/logging"
 	"github.com/claude-relay/claude-relay/internal/store"
@@ -147,8 +146,5 @@ func (s *Server) shortTitle(title string) string {
 	}
 	title = logging.Redact(title, known)
 	title = secretShapes.ReplaceAllString(title, "***")
-	if utf8.RuneCountInString(title) > maxPushTitle {
-		title = string([]rune(title)[:maxPushTitle-1]) + "…"
-	}
-	return title
+	return clipRunes(title, maxPushTitle)
 }

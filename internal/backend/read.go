@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func listOptions(q url.Values) (store.ListOptions, error) {
 		return opts, &paramError{"q", opts.Query, "UTF-8 text"}
 	}
 	if v := q.Get("status"); v != "" {
-		if !oneOf(v, statuses) {
+		if !slices.Contains(statuses, v) {
 			return opts, &paramError{"status", v, "one of " + strings.Join(statuses, ", ")}
 		}
 		opts.Status = v
@@ -134,8 +135,6 @@ func timeRange(q url.Values) (from, to time.Time, err error) {
 	return from, to, nil
 }
 
-const dateLayout = "2006-01-02"
-
 func timeValue(q url.Values, name string, endOfDay bool) (time.Time, error) {
 	v := q.Get(name)
 	if v == "" {
@@ -144,7 +143,7 @@ func timeValue(q url.Values, name string, endOfDay bool) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t, nil
 	}
-	t, err := time.Parse(dateLayout, v)
+	t, err := time.Parse(time.DateOnly, v)
 	if err != nil {
 		return time.Time{}, &paramError{name, v, "an RFC 3339 time (2026-11-21T22:14:26Z) or a date (2026-11-21)"}
 	}
@@ -184,15 +183,6 @@ func decodeListCursor(s string) (store.ListCursor, error) {
 // Timing), in milliseconds.
 func setServerTiming(w http.ResponseWriter, d time.Duration) {
 	w.Header().Set("Server-Timing", "db;dur="+strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64))
-}
-
-func oneOf(v string, allowed []string) bool {
-	for _, a := range allowed {
-		if v == a {
-			return true
-		}
-	}
-	return false
 }
 
 // handleSession is GET /api/sessions/{id}.

@@ -15,7 +15,9 @@ type errorBody struct {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store") // unless the handler says this answer may be cached
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	// The status line is out; an encoding error here means the client left.

@@ -1,11 +1,9 @@
 package relay
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/claude-relay/claude-relay/executor"
@@ -27,16 +25,7 @@ const (
 var Decisions = []string{DecisionAllow, DecisionAllowAlways, DecisionDeny, DecisionAcceptEdits, DecisionDefault, DecisionKeepPlanning}
 
 // optionsFor is what a decision may be, by approval kind.
-func optionsFor(kind string) []string {
-	switch kind {
-	case wire.ApprovalPlan:
-		return []string{DecisionAcceptEdits, DecisionDefault, DecisionKeepPlanning}
-	case wire.ApprovalQuestion:
-		return []string{DecisionAllow, DecisionDeny}
-	default:
-		return []string{DecisionAllow, DecisionAllowAlways, DecisionDeny}
-	}
-}
+func optionsFor(kind string) []string { return wire.OptionsFor(kind) }
 
 // Reply answers a pending approval.
 type Reply struct {
@@ -60,30 +49,14 @@ func (rep Reply) decision(a *Approval) (executor.Decision, error) {
 	bad := func(format string, args ...any) (executor.Decision, error) {
 		return executor.Decision{}, fmt.Errorf("%w: %s; approval %s is still pending", ErrBadReply, fmt.Sprintf(format, args...), a.ID)
 	}
-	if !slices.Contains(a.Options, rep.Decision) {
-		return bad("decision %q is not one of this %s approval's options (%s)", rep.Decision, a.Kind, strings.Join(a.Options, ", "))
+	answers, err := wire.CheckReply(a.Kind, a.Options, rep.Decision, rep.UpdatedInput, rep.Answers)
+	if err != nil {
+		return bad("%s", err)
 	}
 	allow := rep.Decision != DecisionDeny && rep.Decision != DecisionKeepPlanning
-	var d executor.Decision
-	if len(rep.UpdatedInput) > 0 && !isNull(rep.UpdatedInput) {
-		if !allow || a.Kind != wire.ApprovalTool {
-			return bad("updated_input goes with allow or allow_always on a tool approval, not %s on a %s", rep.Decision, a.Kind)
-		}
-		if !isObject(rep.UpdatedInput) {
-			return bad("updated_input must be a JSON object (the tool's whole input, e.g. {\"command\": \"…\"}), got %s", preview(rep.UpdatedInput))
-		}
+	d := executor.Decision{Answers: answers}
+	if wire.Present(rep.UpdatedInput) {
 		d.UpdatedInput = rep.UpdatedInput
-	}
-	if len(rep.Answers) > 0 && !isNull(rep.Answers) {
-		if a.Kind != wire.ApprovalQuestion {
-			return bad("answers are for a question (kind question); this is a %s approval", a.Kind)
-		}
-		if err := json.Unmarshal(rep.Answers, &d.Answers); err != nil {
-			return bad("answers must map each question's text to its answer, e.g. {\"Which color?\": \"Blue\"}, got %s", preview(rep.Answers))
-		}
-	}
-	if a.Kind == wire.ApprovalQuestion && allow && len(d.Answers) == 0 {
-		return bad("allow on a question needs answers: {\"<question text>\": \"<answer>\"}")
 	}
 	if rep.Interrupt && allow {
 		return bad("interrupt goes with %s, not %s", strings.Join(denials(a.Options), " or "), rep.Decision)
@@ -108,20 +81,4 @@ func denials(options []string) []string {
 		}
 	}
 	return out
-}
-
-func isNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
-
-func isObject(b json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(b, &m) == nil && m != nil
-}
-
-// preview is a short quote of a bad value for an error message.
-func preview(b json.RawMessage) string {
-	s := string(bytes.TrimSpace(b))
-	if len(s) > 60 {
-		s = s[:60] + "…"
-	}
-	return s
 }

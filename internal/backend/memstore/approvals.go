@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/claude-relay/claude-relay/internal/store"
@@ -23,7 +24,7 @@ func (s *Store) foldApprovals(ss *session, ev store.Event, f store.Facts) {
 		}
 	}
 	for id, r := range s.approvals {
-		if r.SessionID == ss.info.ID && contains(ended, r.RunID) {
+		if r.SessionID == ss.info.ID && slices.Contains(ended, r.RunID) {
 			recs[id] = r
 		}
 	}
@@ -32,15 +33,6 @@ func (s *Store) foldApprovals(ss *session, ev store.Event, f store.Facts) {
 	for _, id := range changed {
 		s.approvals[id] = recs[id]
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Usage implements store.Store: the SQL stores' aggregation, in Go.
@@ -180,7 +172,7 @@ func (s *Store) Decisions(ctx context.Context, ids []string) ([]store.Decision, 
 	}
 	out := []store.Decision{}
 	for _, id := range ids {
-		if r := s.approvals[id]; r != nil && r.Remote != nil && !contains(idsOf(out), id) {
+		if r := s.approvals[id]; r != nil && r.Remote != nil && !slices.Contains(idsOf(out), id) {
 			out = append(out, *r.Remote)
 		}
 	}

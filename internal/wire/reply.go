@@ -1,0 +1,97 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// OptionsFor is what a decision may be, by approval kind, when the
+// approval names no options of its own.
+func OptionsFor(kind string) []string {
+	switch kind {
+	case ApprovalPlan:
+		return []string{"accept_edits", "default", "keep_planning"}
+	case ApprovalQuestion:
+		return []string{"allow", "deny"}
+	default:
+		return []string{"allow", "allow_always", "deny"}
+	}
+}
+
+// CheckReply holds a reply to the rules any decision on an approval of
+// kind kind obeys, wherever it comes from (the helper's front ends, the
+// backend's API): one of options; updated_input an object, only to allow
+// a tool; answers only for a question, which needs them to be allowed. It
+// returns the answers, decoded. One copy, so the backend never stores a
+// decision the helper would refuse.
+func CheckReply(kind string, options []string, decision string, updatedInput, answers json.RawMessage) (map[string]string, error) {
+	if !slices.Contains(options, decision) {
+		return nil, fmt.Errorf("decision %q is not one of this %s approval's options (%s)", clip(decision), orDash(kind), strings.Join(options, ", "))
+	}
+	allow := decision != "deny" && decision != "keep_planning"
+	if Present(updatedInput) {
+		if !allow || kind != ApprovalTool {
+			return nil, fmt.Errorf("updated_input goes with allow or allow_always on a tool approval, not %s on a %s", decision, orDash(kind))
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(updatedInput, &m) != nil || m == nil {
+			return nil, fmt.Errorf("updated_input must be a JSON object (the tool's whole input, e.g. {\"command\": \"…\"}), got %s", preview(updatedInput))
+		}
+	}
+	var out map[string]string
+	if Present(answers) {
+		if kind != ApprovalQuestion {
+			return nil, fmt.Errorf("answers are for a question (kind question); this is a %s approval", orDash(kind))
+		}
+		if err := json.Unmarshal(answers, &out); err != nil {
+			return nil, fmt.Errorf("answers must map each question's text to its answer, e.g. {\"Which color?\": \"Blue\"}, got %s", preview(answers))
+		}
+	}
+	if kind == ApprovalQuestion && allow && len(out) == 0 {
+		return nil, errors.New(`allow on a question needs answers: {"<question text>": "<answer>"}`)
+	}
+	return out, nil
+}
+
+// Present says whether a reply's optional JSON value was given: absent,
+// blank and null all mean not.
+func Present(b json.RawMessage) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) > 0 && string(t) != "null"
+}
+
+// preview is a short quote of a bad value for an error message.
+func preview(b json.RawMessage) string {
+	s := string(bytes.TrimSpace(b))
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return s
+}
+
+// clip keeps a refused decision's quote short: it is whatever the caller
+// sent.
+func clip(s string) string {
+	const n = 80
+	if len(s) <= n {
+		return s
+	}
+	for i := n; i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i] + "…"
+		}
+	}
+	return ""
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -448,45 +448,14 @@
 
   // ---- line diff ---------------------------------------------------------------
 
-  // lineDiff returns [op, line] pairs (op ' ', '-' or '+') turning a into b:
-  // the common head and tail, and a longest-common-subsequence diff of the
-  // middle. A middle too big for the table is shown as all removed then all
-  // added: still correct, only less tidy.
-  function lineDiff(a, b) {
-    const A = a === '' ? [] : a.split('\n');
-    const B = b === '' ? [] : b.split('\n');
-    let head = 0;
-    while (head < A.length && head < B.length && A[head] === B[head]) head++;
-    let tail = 0;
-    while (tail < A.length - head && tail < B.length - head && A[A.length - 1 - tail] === B[B.length - 1 - tail]) tail++;
-    const x = A.slice(head, A.length - tail);
-    const y = B.slice(head, B.length - tail);
-    const out = [];
-    for (let i = 0; i < head; i++) out.push([' ', A[i]]);
-    const n = x.length;
-    const m = y.length;
-    if (n * m > 1000000) {
-      for (const l of x) out.push(['-', l]);
-      for (const l of y) out.push(['+', l]);
-    } else {
-      // L[i*(m+1)+j]: length of the LCS of x[i:] and y[j:].
-      const L = new Uint32Array((n + 1) * (m + 1));
-      for (let i = n - 1; i >= 0; i--) {
-        for (let j = m - 1; j >= 0; j--) {
-          L[i * (m + 1) + j] = x[i] === y[j] ? L[(i + 1) * (m + 1) + j + 1] + 1
-            : Math.max(L[(i + 1) * (m + 1) + j], L[i * (m + 1) + j + 1]);
-        }
-      }
-      let i = 0;
-      let j = 0;
-      while (i < n && j < m) {
-        if (x[i] === y[j]) { out.push([' ', x[i]]); i++; j++; } else if (L[(i + 1) * (m + 1) + j] >= L[i * (m + 1) + j + 1]) { out.push(['-', x[i]]); i++; } else { out.push(['+', y[j]]); j++; }
-      }
-      for (; i < n; i++) out.push(['-', x[i]]);
-      for (; j < m; j++) out.push(['+', y[j]]);
-    }
-    for (let i = A.length - tail; i < A.length; i++) out.push([' ', A[i]]);
-    return out;
+  // lineOps returns [op, line] pairs (op ' ', '-' or '+') turning a into b,
+  // from session-diff.js's LCS (CRDiff.ops, not CRDiff.diff: diff stops at
+  // 5000 lines and an approval must show everything). The lines are split
+  // here rather than with CRDiff.split, which drops a final empty line: a
+  // change that only adds or removes the trailing newline must still show.
+  function lineOps(a, b) {
+    const lines = (s) => (s === '' ? [] : s.split('\n'));
+    return window.CRDiff.ops(lines(a), lines(b)).map((o) => [o.op, o.text]);
   }
 
   const CONTEXT = 3;
@@ -494,7 +463,7 @@
   // diffView shows a diff with long unchanged stretches folded.
   function diffView(a, b) {
     const box = el('div', 'a-diff');
-    const ops = lineDiff(a, b);
+    const ops = lineOps(a, b);
     if (ops.length === 0) {
       box.appendChild(el('div', 'dl fold', a === b ? '(no change)' : '(empty)'));
       return box;

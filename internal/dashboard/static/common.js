@@ -105,5 +105,14 @@ window.CR = (function () {
     return true;
   }
 
-  return { checkAuth, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, setStatus, copyText, setConn };
+  // apiError reads {"error": "..."} from a failed answer, else its status.
+  async function apiError(res) {
+    try {
+      const body = await res.json();
+      if (body && typeof body.error === 'string') return body.error;
+    } catch (_) { /* not JSON */ }
+    return 'HTTP ' + res.status;
+  }
+
+  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, setStatus, copyText, setConn };
 })();

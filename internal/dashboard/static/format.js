@@ -5,7 +5,9 @@
 'use strict';
 
 window.CRFmt = (function () {
-  const num = (v) => (typeof v === 'number' && isFinite(v) ? v : 0);
+  // num, totalTokens and apiError are common.js's (loaded first on every
+  // page), still offered here for the pages that read them from CRFmt.
+  const { num, totalTokens, apiError } = window.CR;
   const ints = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
   const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
   // Dollars with 2 decimals, and up to 4 below $1 where cents hide the
@@ -27,11 +29,6 @@ window.CRFmt = (function () {
 
   function tokens(v) { return ints.format(num(v)); }
   function tokensShort(v) { return compact.format(num(v)); }
-
-  function totalTokens(u) {
-    if (!u) return 0;
-    return num(u.input_tokens) + num(u.output_tokens) + num(u.cache_read_input_tokens) + num(u.cache_creation_input_tokens);
-  }
 
   // basename of a working directory ("/work/app/" → "app"); Windows paths too.
   function basename(p) {
@@ -91,15 +88,6 @@ window.CRFmt = (function () {
       opts.push(o);
     }
     return opts;
-  }
-
-  // apiError reads {"error": "..."} from a failed answer, else its status.
-  async function apiError(res) {
-    try {
-      const body = await res.json();
-      if (body && typeof body.error === 'string') return body.error;
-    } catch (_) { /* not JSON */ }
-    return 'HTTP ' + res.status;
   }
 
   return { num, usd, usdAxis, tokens, tokensShort, totalTokens, basename, relTime, absTime, utcDate, addDays, isDate, projectOptions, apiError };

@@ -248,6 +248,9 @@
   let snapshots = 0;
   function connect() {
     const es = new EventSource('/api/stream');
+    // pending.js (the approvals badge) listens to this feed too rather
+    // than opening a second one.
+    if (window.CRPending) window.CRPending.useFeed(es);
     es.addEventListener('open', () => { setConn('live', 'live'); document.body.dataset.live = '1'; });
     es.addEventListener('error', () => {
       setConn('down', 'reconnecting…');

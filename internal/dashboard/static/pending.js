@@ -10,7 +10,9 @@
 //   - one /api/stream per browser, not per tab: the tab holding a Web Lock
 //     opens it and tells the others through a BroadcastChannel. HTTP/1.1
 //     allows six connections per host, and every session page already holds
-//     one stream of its own.
+//     one stream of its own. A page that has its own /api/stream (the
+//     session list) hands it over with CRPending.useFeed, and none more is
+//     opened in that tab.
 // An old backend (404, 405, 501) or an expired login (401) gets no badge and
 // no error: the rest of the page works as before.
 //
@@ -37,15 +39,11 @@
   let baseline = null; // ids pending when the page loaded: not news
   let channel = null;
   let stream = null; // this tab's EventSource, when it leads
+  let pageFeed = null; // the page's own /api/stream, from useFeed
   let badge = null;
   let enableBtn = null;
 
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
+  const { el, apiError } = window.CR; // common.js, loaded first on every page
 
   // ---- polling -------------------------------------------------------------
 
@@ -73,11 +71,11 @@
         const list = body && Array.isArray(body.approvals) ? body.approvals.filter(valid) : [];
         next = { ok: true, approvals: list };
       } else {
-        next = { ok: false, status: res.status, error: await errorText(res) };
+        next = { ok: false, status: res.status, error: await apiError(res) };
         // No approvals API on this server: nothing to show, nothing to ask.
         if (res.status === 404 || res.status === 405 || res.status === 501) {
           stopped = true;
-          if (stream) stream.close();
+          if (stream) stream.close(); // the page's feed is not ours to close
         }
       }
     } catch (e) {
@@ -86,14 +84,6 @@
     inflight = false;
     apply(next);
     if (again) { again = false; refresh(); }
-  }
-
-  async function errorText(res) {
-    try {
-      const b = await res.json();
-      if (b && typeof b.error === 'string') return b.error;
-    } catch (_) { /* not JSON */ }
-    return 'HTTP ' + res.status;
   }
 
   function valid(a) { return a && typeof a.approval_id === 'string' && a.approval_id !== ''; }
@@ -136,22 +126,26 @@
     }
   }
 
+  // changed is news from a feed: fetch the list, and tell the other tabs
+  // when this one holds the feed for the browser (they open none).
+  function changed() {
+    refresh();
+    if (leader && channel) channel.postMessage('changed');
+  }
+
+  // openStream opens this tab's own feed, unless the page gave it one.
   function openStream(failures) {
-    if (stopped) return;
+    if (stopped || pageFeed) return;
     const es = new EventSource('/api/stream');
     stream = es;
     let opened = false;
-    const changed = () => {
-      refresh();
-      if (channel) channel.postMessage('changed');
-    };
     es.addEventListener('open', () => { opened = true; failures = 0; });
     es.addEventListener('session', changed);
     es.addEventListener('snapshot', changed);
     es.addEventListener('error', () => {
       // EventSource retries by itself after network errors; after an HTTP
       // error (401, 404) it gives up, and so do we for a while.
-      if (es.readyState !== EventSource.CLOSED) return;
+      if (es.readyState !== EventSource.CLOSED || stream !== es) return;
       const n = opened ? 0 : failures + 1;
       setTimeout(() => openStream(n), Math.min(POLL_MS, 2000 * 2 ** Math.min(n, 4)));
     });
@@ -307,6 +301,19 @@
       if (state) fn(state);
     },
     refresh,
+    // useFeed makes this tab listen to the page's own /api/stream (es)
+    // instead of opening a second, identical one. The page owns es and its
+    // reconnects: it calls useFeed again with each new EventSource. This
+    // tab still takes part in the lock: holding it, it passes the page's
+    // news to the other tabs and raises the notifications, as with a feed
+    // of its own.
+    useFeed(es) {
+      if (!es || es === pageFeed) return;
+      pageFeed = es;
+      if (stream) { stream.close(); stream = null; }
+      es.addEventListener('session', () => { if (pageFeed === es) changed(); });
+      es.addEventListener('snapshot', () => { if (pageFeed === es) changed(); });
+    },
     get leader() { return leader; },
   };
 

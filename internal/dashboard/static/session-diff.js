@@ -90,5 +90,5 @@ window.CRDiff = (function () {
     return out;
   }
 
-  return { diff, split };
+  return { diff, split, ops };
 })();

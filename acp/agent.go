@@ -180,6 +180,9 @@ func (a *Agent) ResumeSession(ctx context.Context, p acpsdk.ResumeSessionRequest
 }
 
 func (a *Agent) resume(ctx context.Context, id acpsdk.SessionId, cwd string, mcp []acpsdk.McpServer, meta map[string]any, dirs []string, replayIt bool) (*session, error) {
+	if err := checkConversationID("sessionId", string(id)); err != nil {
+		return nil, err
+	}
 	spec, err := a.specOf(cwd, mcp, meta, dirs)
 	if err != nil {
 		return nil, err
@@ -222,6 +225,9 @@ func (a *Agent) resume(ctx context.Context, id acpsdk.SessionId, cwd string, mcp
 // UnstableForkSession serves session/fork: a new session whose conversation
 // starts as a copy of sessionId's.
 func (a *Agent) UnstableForkSession(ctx context.Context, p acpsdk.UnstableForkSessionRequest) (acpsdk.UnstableForkSessionResponse, error) {
+	if err := checkConversationID("sessionId", string(p.SessionId)); err != nil {
+		return acpsdk.UnstableForkSessionResponse{}, err
+	}
 	var mcp []acpsdk.McpServer
 	if err := convert(&mcp, p.McpServers); err != nil {
 		return acpsdk.UnstableForkSessionResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": "mcpServers: " + err.Error()})

@@ -51,6 +51,9 @@ func listSessions(home, cwd string) ([]acpsdk.SessionInfo, error) {
 				continue
 			}
 			id := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+			if !isConversationID(id) {
+				continue // session/load would refuse it
+			}
 			dirOf, title := transcriptHead(f)
 			if dirOf == "" {
 				dirOf = cwd

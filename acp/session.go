@@ -64,14 +64,40 @@ func (a *Agent) specOf(cwd string, mcp []acpsdk.McpServer, meta map[string]any, 
 	if cc, ok := meta["claudeCode"].(map[string]any); ok {
 		if o, ok := cc["options"].(map[string]any); ok {
 			if r, ok := o["resume"].(string); ok && r != "" {
-				if _, err := uuid.Parse(r); err != nil {
-					return bad("_meta.claudeCode.options.resume %q is not a conversation ID (a UUID)", r)
+				if err := checkConversationID("_meta.claudeCode.options.resume", r); err != nil {
+					return spec{}, err
 				}
 				sp.id, sp.resume = r, true
 			}
 		}
 	}
 	return sp, nil
+}
+
+// checkConversationID refuses an id that is not a conversation ID as the
+// CLI writes one: a UUID in its 36-character form. The id becomes a file
+// name under ~/.claude/projects, so anything else ("../../x", a path) could
+// read or resume a file that is no conversation of this project.
+// uuid.Parse alone would also take "urn:uuid:…" and "{…}".
+func checkConversationID(field, id string) error {
+	if !isConversationID(id) {
+		return acpsdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(
+			"%s %q is not a conversation ID: want a UUID like 0f8fad5b-d9cb-469f-a165-70867728950e, as session/new and session/list give", field, clipID(id))})
+	}
+	return nil
+}
+
+func isConversationID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil && len(id) == 36
+}
+
+// clipID keeps an error quoting a client's id short.
+func clipID(id string) string {
+	if len(id) <= 80 {
+		return id
+	}
+	return strings.ToValidUTF8(id[:80], "") + "…"
 }
 
 // session is one ACP session: one live run at a time, restarted (resuming

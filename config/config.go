@@ -41,6 +41,24 @@ type Serve struct {
 	// PublicURL is where people reach the dashboard, for links in pushes
 	// (trailing slash trimmed); empty: http://<the address serve listens on>.
 	PublicURL string
+	// AllowedHosts are the host names serve answers to besides loopback
+	// names, IP literals and PublicURL's host, against DNS rebinding;
+	// "*.example.com" takes its subdomains.
+	AllowedHosts []string
+	// NotifyIncludeInput puts the approval's command or file (redacted) in
+	// pushes; false: the tool and the project only.
+	NotifyIncludeInput bool
+	// MaxEventBytes is the largest event the backend takes, alone or in a
+	// batch; MaxBatchBytes the largest batch body (at least MaxEventBytes).
+	// Request bodies in flight are capped at 4 × MaxBatchBytes.
+	MaxEventBytes, MaxBatchBytes int64
+	// MaxStreamsPerToken is how many live streams (SSE) one token may hold
+	// open at once.
+	MaxStreamsPerToken int
+	// AllowUncheckedLocalDecisions lets a decision from this machine
+	// through when its sending process cannot be checked for a run (a
+	// reverse proxy on this host, another user, no /proc); false: refused.
+	AllowUncheckedLocalDecisions bool
 }
 
 // ServeToken is one serve.tokens entry: a token serve accepts, with a name

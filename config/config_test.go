@@ -246,7 +246,7 @@ func TestFileErrors(t *testing.T) {
 	if _, err := Load(LoadOptions{File: bad, LookupEnv: env}); !errors.Is(err, ErrConfigFile) {
 		t.Errorf("bad yaml: %v", err)
 	}
-	good := writeFile(t, dir, "claude:\n  env:\n    my_var: one\n  args: [\"--foo\", \"a,b\"]\nserve:\n  tokens: [t1, t2]\n")
+	good := writeFile(t, dir, "claude:\n  env:\n    my_var: one\n  args: [\"--foo\", \"a,b\"]\nserve:\n  tokens: [token-one-0123456789, token-two-0123456789]\n")
 	l, err := Load(LoadOptions{File: good, LookupEnv: env})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,10 @@ type dirs struct {
 }
 
 func constant(v any) func(dirs) any { return func(dirs) any { return v } }
+
+// minMaxEventBytes is the smallest serve.max_event_bytes: the stand-in the
+// forwarder posts for an event over the limit (a few KiB) must fit.
+const minMaxEventBytes = 64 << 10
 
 // keys is every key Load knows, in the order `claude-relay config` prints.
 var keys = []key{
@@ -82,12 +87,49 @@ var keys = []key{
 		c.Serve.NotifyURL = Secret(s)
 		return err
 	}},
+	{name: "serve.notify_include_input", def: constant(false), apply: func(c *Config, raw any) error {
+		b, err := boolean(raw)
+		c.Serve.NotifyIncludeInput = b
+		return err
+	}},
+	{name: "serve.allow_unchecked_local_decisions", def: constant(false), apply: func(c *Config, raw any) error {
+		b, err := boolean(raw)
+		c.Serve.AllowUncheckedLocalDecisions = b
+		return err
+	}},
 	{name: "serve.public_url", def: constant(""), apply: func(c *Config, raw any) error {
 		s, err := str(raw)
 		if err == nil && s != "" {
 			err = checkURL(s)
 		}
 		c.Serve.PublicURL = strings.TrimRight(s, "/")
+		return err
+	}},
+	{name: "serve.allowed_hosts", def: constant(""), apply: func(c *Config, raw any) error {
+		h, err := hostNames(raw)
+		c.Serve.AllowedHosts = h
+		return err
+	}},
+	{name: "serve.max_event_bytes", def: constant("8MiB"), apply: func(c *Config, raw any) error {
+		n, err := byteSize(raw)
+		if err == nil && n < minMaxEventBytes {
+			err = fmt.Errorf("allowed: a size of at least 64KiB, like 8MiB")
+		}
+		c.Serve.MaxEventBytes = n
+		return err
+	}},
+	// After serve.max_event_bytes, which it is checked against.
+	{name: "serve.max_batch_bytes", def: constant("32MiB"), apply: func(c *Config, raw any) error {
+		n, err := byteSize(raw)
+		if err == nil && n < c.Serve.MaxEventBytes {
+			err = fmt.Errorf("allowed: a size of at least serve.max_event_bytes (%d bytes)", c.Serve.MaxEventBytes)
+		}
+		c.Serve.MaxBatchBytes = n
+		return err
+	}},
+	{name: "serve.max_streams_per_token", def: constant(32), apply: func(c *Config, raw any) error {
+		n, err := positiveInt(raw)
+		c.Serve.MaxStreamsPerToken = n
 		return err
 	}},
 	{name: "data_dir", def: func(d dirs) any { return filepath.Join(d.dataHome, "claude-relay") }, apply: func(c *Config, raw any) error {
@@ -407,6 +449,26 @@ func checkHTTPURL(s string, userinfo bool) error {
 		return fmt.Errorf("allowed: a URL without credentials (use backend.token)")
 	}
 	return nil
+}
+
+// hostName is a DNS name, optionally "*." for its subdomains.
+var hostName = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+
+// hostNames reads serve.allowed_hosts: a list of host names, lower-cased.
+func hostNames(raw any) ([]string, error) {
+	items, err := list(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for _, h := range items {
+		h = strings.TrimSuffix(strings.ToLower(h), ".")
+		if !hostName.MatchString(h) {
+			return nil, fmt.Errorf("allowed: host names like relay.example.com or *.example.com, without scheme, port or path (%q is not one)", h)
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 func checkAddr(s string) error {

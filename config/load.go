@@ -8,11 +8,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/claude-relay/claude-relay/internal/redact"
 )
 
 // Errors Load returns; the concrete error is a *ValidationError or wraps one of these.
@@ -151,6 +154,10 @@ func Load(opts LoadOptions) (*Loaded, error) {
 				val = redacted
 			case k.name == "claude.env":
 				val = redactEnvText(val)
+			default:
+				// A value in the wrong key, or a token pasted into a URL:
+				// an error message must not be where a secret leaks.
+				val = redact.Shapes(val)
 			}
 			return nil, &ValidationError{Key: k.name, Value: val, Source: origins[k.name], Allowed: err.Error()}
 		}
@@ -328,17 +335,24 @@ func secretParam(key string) bool {
 	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.Contains(k, "token") || k == "key"
 }
 
-// redactEnvText hides the values of credential-looking NAME=value pairs in
-// text that did not parse as claude.env.
+// redactEnvText hides every value of claude.env text that did not parse,
+// keeping only what looks like variable names: it did not parse, so which
+// part is a name and which a credential is anyone's guess (a JSON object
+// of them, say).
 func redactEnvText(s string) string {
 	parts := strings.Split(s, ",")
 	for i, p := range parts {
-		if name, _, ok := strings.Cut(p, "="); ok && SecretEnvName(name) {
+		if name, _, ok := strings.Cut(p, "="); ok && envName.MatchString(strings.TrimSpace(name)) {
 			parts[i] = name + "=" + redacted
+		} else {
+			parts[i] = redacted
 		}
 	}
 	return strings.Join(parts, ",")
 }
+
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // displayEnv shows claude.env with credential-looking values hidden.
 func displayEnv(m map[string]string) string {

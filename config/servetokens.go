@@ -10,6 +10,10 @@ import (
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
+// MinTokenLen is the shortest token serve.tokens takes and the dashboard
+// login accepts: shorter ones can be guessed (a login once took "a").
+const MinTokenLen = 16
+
 // serveTokensAllowed is what serve.tokens takes, for its validation errors.
 const serveTokensAllowed = "allowed: a list whose entries are a token (scopes ingest and read) or " +
 	"{token, name, scopes} with scopes from " + "ingest, read, approve, admin" +
@@ -56,12 +60,26 @@ func serveTokens(raw any) ([]ServeToken, error) {
 		if t.Token == "" {
 			continue // "a,,b" and trailing commas
 		}
+		if n := len(t.Token); n < MinTokenLen {
+			return nil, shortTokenError(i+1, t.Name, n)
+		}
 		if t.Name != "" && slices.ContainsFunc(out, func(o ServeToken) bool { return o.Name == t.Name }) {
 			return nil, fmt.Errorf("entry %d: name %q is used twice (names say who decided an approval, so each must be unique); %s", i+1, t.Name, serveTokensAllowed)
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// shortTokenError says that entry (1-based, named name or "") is too
+// short, and how to make a good token, without quoting it.
+func shortTokenError(entry int, name string, n int) error {
+	which := fmt.Sprintf("entry %d", entry)
+	if name != "" {
+		which += fmt.Sprintf(" (%q)", name)
+	}
+	return fmt.Errorf("%s: the token is %d characters long; a token needs at least %d, random, so it cannot be guessed: "+
+		"make one with `openssl rand -hex 32`, or leave serve.tokens out and use `claude-relay token create --scope read` (or approve)", which, n, MinTokenLen)
 }
 
 // jsonProblem describes a JSON error without the offending text, which may

@@ -14,12 +14,12 @@ import (
 func TestServeTokenForms(t *testing.T) {
 	yaml := `serve:
   tokens:
-    - plain-tok
-    - token: phone-tok
+    - plain-token-0123456789
+    - token: phone-token-0123456789
       name: phone
       scopes: [approve]
-    - {token: ops-tok, scopes: "ingest+read,approve"}
-    - token: root-tok
+    - {token: ops-token-0123456789, scopes: "ingest+read,approve"}
+    - token: root-token-0123456789
       name: root
       scopes: admin
 `
@@ -30,16 +30,16 @@ func TestServeTokenForms(t *testing.T) {
 		want []ServeToken
 	}{
 		{name: "yaml list of strings and mappings", file: yaml, want: []ServeToken{
-			{Token: "plain-tok"},
-			{Name: "phone", Token: "phone-tok", Scopes: []tokens.Scope{tokens.Approve}},
-			{Token: "ops-tok", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve}},
-			{Name: "root", Token: "root-tok", Scopes: []tokens.Scope{tokens.Admin}},
+			{Token: "plain-token-0123456789"},
+			{Name: "phone", Token: "phone-token-0123456789", Scopes: []tokens.Scope{tokens.Approve}},
+			{Token: "ops-token-0123456789", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve}},
+			{Name: "root", Token: "root-token-0123456789", Scopes: []tokens.Scope{tokens.Admin}},
 		}},
-		{name: "env comma-separated", env: "a-tok, b-tok,,", want: []ServeToken{{Token: "a-tok"}, {Token: "b-tok"}}},
-		{name: "env JSON array", env: `["a-tok",{"token":"p-tok","name":"phone","scopes":["approve","read"]}]`, want: []ServeToken{
-			{Token: "a-tok"}, {Name: "phone", Token: "p-tok", Scopes: []tokens.Scope{tokens.Read, tokens.Approve}},
+		{name: "env comma-separated", env: "a-token-0123456789, b-token-0123456789,,", want: []ServeToken{{Token: "a-token-0123456789"}, {Token: "b-token-0123456789"}}},
+		{name: "env JSON array", env: `["a-token-0123456789",{"token":"p-token-0123456789","name":"phone","scopes":["approve","read"]}]`, want: []ServeToken{
+			{Token: "a-token-0123456789"}, {Name: "phone", Token: "p-token-0123456789", Scopes: []tokens.Scope{tokens.Read, tokens.Approve}},
 		}},
-		{name: "env beats file", file: yaml, env: "only-tok", want: []ServeToken{{Token: "only-tok"}}},
+		{name: "env beats file", file: yaml, env: "only-token-0123456789", want: []ServeToken{{Token: "only-token-0123456789"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -84,12 +84,12 @@ func reveal(ts []ServeToken) []string {
 // allowed, and never the token.
 func TestServeTokenErrors(t *testing.T) {
 	for _, tc := range []struct{ env, want string }{
-		{`[{"token":"sekrit-1","scopes":["aprove"]}]`, `entry 1: unknown scope "aprove" (allowed: ingest, read, approve, admin)`},
-		{`["ok-tok",{"token":"sekrit-1","scopes":[]}]`, `entry 2: scopes is empty (leave it out for ingest and read)`},
+		{`[{"token":"sekrit-token-0001","scopes":["aprove"]}]`, `entry 1: unknown scope "aprove" (allowed: ingest, decisions, read, approve, admin, or helper (ingest and decisions))`},
+		{`["ok-token-0123456789",{"token":"sekrit-token-0001","scopes":[]}]`, `entry 2: scopes is empty (leave it out for ingest and read)`},
 		{`[{"name":"phone"}]`, `entry 1: a mapping needs its token`},
-		{`[{"token":"sekrit-1","role":"x"}]`, `entry 1: unknown key "role" (allowed: token, name, scopes)`},
-		{`[{"token":"sekrit-1","name":"a:b"}]`, `entry 1: bad token name "a:b"`},
-		{`[{"token":"sekrit-1","name":"x"},{"token":"sekrit-2","name":"x"}]`, `entry 2: name "x" is used twice`},
+		{`[{"token":"sekrit-token-0001","role":"x"}]`, `entry 1: unknown key "role" (allowed: token, name, scopes)`},
+		{`[{"token":"sekrit-token-0001","name":"a:b"}]`, `entry 1: bad token name "a:b"`},
+		{`[{"token":"sekrit-token-0001","name":"x"},{"token":"sekrit-token-0002","name":"x"}]`, `entry 2: name "x" is used twice`},
 		{`[sekrit-1]`, `must be a JSON array: invalid JSON at byte 2`},
 		{`[42]`, `entry 1: a float64, not a token or a mapping`},
 	} {

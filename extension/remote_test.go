@@ -29,7 +29,8 @@ func TestApprovalDecidedInTheDashboard(t *testing.T) {
 	core := <-cores
 	h.prompt("d", "approve Bash", PromptOptions{Approvals: true})
 	req := h.waitEvent(EventApprovalRequested, "d")
-	if err := core.Answer("", req.ApprovalID, relay.Reply{Decision: relay.DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "dec-1"}); err != nil {
+	if err := core.Answer("", req.ApprovalID, relay.Reply{Decision: relay.DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "dec-1",
+		InputSHA256: wire.InputDigest(req.Input)}); err != nil {
 		t.Fatal(err)
 	}
 	if gone := h.waitEvent(EventApprovalCancelled, "d"); gone.ApprovalID != req.ApprovalID || gone.Reason != "already decided by dashboard (phone): allow" {

@@ -36,6 +36,23 @@ const (
 	batchNo
 )
 
+// maxBatchBytes bounds what one read of the spool takes and what one batch
+// request carries: far under the reference backend's batch limit (32 MiB
+// by default), so a batch is refused for its size only by a backend
+// configured smaller, and then it is split. A record larger than this is
+// posted alone, where a 413 is about that event only.
+const maxBatchBytes = 4 << 20
+
+// batchOutcome is what send does after a batch request.
+type batchOutcome int
+
+const (
+	batchStopped batchOutcome = iota // the forwarder is stopping
+	batchSent                        // the settled records are done; batch the rest
+	batchSingly                      // post the next record alone
+	batchSplit                       // the batch was too large: send smaller ones
+)
+
 type client struct {
 	f     *Forwarder
 	http  *retryablehttp.Client
@@ -149,7 +166,7 @@ func (f *Forwarder) deliverLoop(s *sessionSpool) {
 	rd := &spoolReader{s: s, at: at, skipped: at}
 	defer rd.close()
 	for {
-		recs, err := rd.read(f.opts.MaxBatch, 4<<20)
+		recs, err := rd.read(f.opts.MaxBatch, maxBatchBytes)
 		f.bytes.Add(-rd.dropped)
 		rd.dropped = 0
 		if rd.corrupt > 0 {
@@ -199,16 +216,25 @@ func (f *Forwarder) idle(s *sessionSpool, rd *spoolReader) bool {
 }
 
 // send delivers recs in order; it returns false when the forwarder stopped
-// before they were all delivered or dead-lettered.
+// before they were all delivered or dead-lettered. A batch the backend
+// refuses as too large is split in halves down to single events, never
+// dead-lettered as a whole.
 func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
+	span := len(recs) // the most records per batch
 	for len(recs) > 0 {
-		if f.client.batch.Load() != batchNo && len(recs) > 1 {
-			n, ok := f.sendBatch(s, recs)
-			if !ok {
+		if n := batchable(recs, span); n > 1 && f.client.batch.Load() != batchNo {
+			settled, next := f.sendBatch(s, recs[:n])
+			recs = recs[settled:]
+			switch next {
+			case batchStopped:
 				return false
+			case batchSplit:
+				span = n / 2
+				continue
+			case batchSent:
+				continue
 			}
-			if n > 0 {
-				recs = recs[n:]
+			if len(recs) == 0 {
 				continue
 			}
 		}
@@ -218,6 +244,18 @@ func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
 		recs = recs[1:]
 	}
 	return true
+}
+
+// batchable is how many of recs (at most span) the next batch carries: as
+// many as fit in maxBatchBytes together, at least one.
+func batchable(recs []record, span int) int {
+	var total int64
+	n := 0
+	for n < len(recs) && n < span && total+recs[n].size <= maxBatchBytes {
+		total += recs[n].size
+		n++
+	}
+	return max(n, 1)
 }
 
 // sendOne posts a single event until it is stored or dead-lettered.
@@ -235,22 +273,33 @@ func (f *Forwarder) sendOne(s *sessionSpool, r record) bool {
 			if !f.waitForAuth(s, status) {
 				return false
 			}
+		case status == http.StatusRequestEntityTooLarge:
+			return f.oversize(s, r, body)
 		default:
 			if f.deadLetter(s, r, status, string(body)) {
 				return true
 			}
-			select { // no dead-letter file (disk full?): keep the event, retry
-			case <-f.ctx.Done():
+			if !f.pause() { // no dead-letter file (disk full?): keep the event, retry
 				return false
-			case <-time.After(f.opts.MaxBackoff):
 			}
 		}
 	}
 }
 
+// pause waits MaxBackoff after a local failure; false when the forwarder
+// stopped meanwhile.
+func (f *Forwarder) pause() bool {
+	select {
+	case <-f.ctx.Done():
+		return false
+	case <-time.After(f.opts.MaxBackoff):
+		return true
+	}
+}
+
 // sendBatch posts recs to the batch endpoint. It returns how many records
-// were settled (0: fall back to single posts for the first one).
-func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, bool) {
+// were settled, and what to do next.
+func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, batchOutcome) {
 	u := f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events/batch"
 	var body bytes.Buffer
 	body.WriteString(`{"events":[`)
@@ -265,33 +314,44 @@ func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, bool) {
 		status, resp, err := f.post(s, u, body.Bytes(), "")
 		switch {
 		case err != nil:
-			return 0, false
+			return 0, batchStopped
 		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 			if f.client.batch.CompareAndSwap(batchUnknown, batchNo) {
 				f.log.Info("backend has no batch endpoint; posting events one by one", "status", status)
 			}
-			return 0, true
+			return 0, batchSingly
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
 			if !f.waitForAuth(s, status) {
-				return 0, false
+				return 0, batchStopped
 			}
 			continue
+		case status == http.StatusRequestEntityTooLarge:
+			// Over the batch limit, or one event over the event limit:
+			// nothing was stored; halves find the event, which then goes
+			// alone.
+			f.log.Debug("backend refused a batch as too large; splitting it", "session_id", s.id, "events", len(recs), "bytes", body.Len())
+			return 0, batchSplit
 		case status != http.StatusOK:
-			return 0, true // 413 or another refusal of the whole batch: isolate events
+			return 0, batchSingly // another refusal of the whole batch: isolate events
 		}
 		f.client.batch.CompareAndSwap(batchUnknown, batchYes)
 		var out wire.BatchResponse
 		if json.Unmarshal(resp, &out) != nil || len(out.Results) != len(recs) {
-			return 0, true // a response we cannot match to events: post singly
+			return 0, batchSingly // a response we cannot match to events: post singly
 		}
 		for i, res := range out.Results {
-			if res.Status == http.StatusCreated || res.Status == http.StatusOK {
+			switch {
+			case res.Status == http.StatusCreated || res.Status == http.StatusOK:
 				f.acked(s, recs[i], 1)
-			} else if !f.deadLetter(s, recs[i], res.Status, res.Error) {
-				return i, true // the rest is re-sent; the backend de-duplicates
+			case res.Status == http.StatusRequestEntityTooLarge:
+				return i, batchSingly // alone, a 413 gets the event its stand-in
+			case !f.deadLetter(s, recs[i], res.Status, res.Error):
+				// No dead-letter file (disk full?): alone, it waits and
+				// retries; the rest is re-sent, and the backend de-duplicates.
+				return i, batchSingly
 			}
 		}
-		return len(recs), true
+		return len(recs), batchSent
 	}
 }
 

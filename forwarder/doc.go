@@ -19,6 +19,16 @@
 // events stay, so a fixed token delivers them. The backend de-duplicates on
 // event_id, which makes at-least-once delivery exactly-once.
 //
+// Size: the helper takes CLI lines larger than a backend may (128 MiB
+// against the reference backend's 8 MiB per event). Batches carry at most
+// 4 MiB and a larger record goes alone; a batch the backend refuses with
+// 413 is split in halves, never dead-lettered. An event refused with 413
+// alone is kept whole in dead/<session>~oversize.jsonl and a stand-in with
+// the same event_id and seq takes its place at the backend: its type, size,
+// SHA-256 and first 2 KiB (oversize.go). The session's record has no gap,
+// nothing overtakes the event, nothing is lost here, and the error handler
+// hears of it once (CodeDeadLetter).
+//
 // Open builds the whole forwarder, adopting the spools earlier processes
 // left, and starts no goroutine; Start then hands what Open found to the
 // error handler and begins delivery (as promtail and litestream separate

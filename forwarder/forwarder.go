@@ -20,6 +20,7 @@ var (
 	ErrSpoolFull   = errors.New("spool full")
 	ErrStopped     = errors.New("forwarder stopped")
 	ErrUndelivered = errors.New("events left undelivered in the spool")
+	ErrTooLarge    = errors.New("event too large for the spool")
 )
 
 // Options configure a Forwarder; zero values mean the defaults.

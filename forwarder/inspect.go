@@ -21,7 +21,8 @@ type SessionStatus struct {
 	SessionID    string    `json:"session_id"`
 	Pending      int64     `json:"pending"`
 	PendingBytes int64     `json:"pending_bytes"`
-	DeadLettered int64     `json:"dead_lettered"`
+	DeadLettered int64     `json:"dead_lettered"` // Oversize included
+	Oversize     int64     `json:"oversize"`      // kept whole after a 413; the backend has a stand-in
 	LastError    string    `json:"last_error,omitempty"`
 	LastErrorAt  time.Time `json:"last_error_at,omitzero"`
 	Delivering   bool      `json:"delivering"` // a live process holds the session
@@ -52,7 +53,8 @@ func Inspect(dir string) ([]SessionStatus, error) {
 		st := SessionStatus{SessionID: string(id), Delivering: locked(sdir)}
 		st.Pending, st.PendingBytes = countPending(sdir)
 		if !strings.Contains(e.Name(), "~") {
-			st.DeadLettered = countLines(filepath.Join(dir, "dead", e.Name()+".jsonl"))
+			st.Oversize = countLines(filepath.Join(dir, "dead", e.Name()+oversizeSuffix))
+			st.DeadLettered = countLines(filepath.Join(dir, "dead", e.Name()+".jsonl")) + st.Oversize
 		}
 		if b, err := os.ReadFile(filepath.Join(sdir, lastErrorFile)); err == nil {
 			ts, msg, _ := strings.Cut(string(b), " ")
@@ -133,6 +135,8 @@ func countLines(path string) int64 {
 // RequeueDeadLetters puts dead-lettered events back at the end of their
 // sessions' spools, unchanged (same event_id and seq, so the backend still
 // de-duplicates), and removes the dead-letter files. It returns how many.
+// Events kept after a 413 stay where they are: the backend holds their
+// stand-ins under their event_ids, so it would take them as duplicates.
 func (f *Forwarder) RequeueDeadLetters() (int, error) {
 	dead := filepath.Join(f.opts.Dir, "dead")
 	entries, err := os.ReadDir(dead)
@@ -157,6 +161,9 @@ func (f *Forwarder) RequeueDeadLetters() (int, error) {
 func (f *Forwarder) requeueFile(path string) (int, error) {
 	if strings.Contains(filepath.Base(path), ".requeue-") {
 		return 0, nil // another process is re-queueing this one
+	}
+	if strings.HasSuffix(path, oversizeSuffix) {
+		return 0, nil
 	}
 	// Take the file away first: dead letters written meanwhile start a new
 	// file instead of being read twice or deleted unread.

@@ -15,7 +15,7 @@ import (
 const (
 	recordMagic uint32 = 0xC1A0DE01
 	headerSize         = 12
-	maxRecord          = 64 << 20 // one event; the extension caps lines long before this
+	maxRecord          = 129 << 20 // one event: the longest CLI line (ndjson.DefaultMax, 128 MiB) in its envelope
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

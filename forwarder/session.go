@@ -255,6 +255,10 @@ func (s *sessionSpool) roll(n int64) error {
 // append frames payload and writes it with one write(2). seq is assigned by
 // the caller under s.mu.
 func (s *sessionSpool) appendLocked(payload []byte) (int64, error) {
+	if len(payload) > maxRecord {
+		// A reader would take the frame for corrupt bytes and skip it.
+		return 0, fmt.Errorf("%w: %d bytes, the spool's limit is %d", ErrTooLarge, len(payload), maxRecord)
+	}
 	if s.curSize >= maxSegBytes {
 		if err := s.roll(s.curSeg + 1); err != nil {
 			return 0, err

@@ -85,6 +85,9 @@ func (s *Server) handleApprovals(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []store.Approval{}
 	}
+	for i := range list {
+		list[i] = shown(list[i])
+	}
 	writeJSON(w, http.StatusOK, approvalsResponse{Approvals: list})
 }
 
@@ -105,6 +108,7 @@ func (s *Server) loadApproval(w http.ResponseWriter, r *http.Request) (store.App
 		return store.Approval{}, false
 	}
 	a, err := s.store.Approval(r.Context(), id)
+	a = shown(a)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "no approval "+strconv.Quote(clip(id))+" (GET /api/approvals?state=all lists them)")
 		return store.Approval{}, false
@@ -125,6 +129,9 @@ type decisionBody struct {
 	// DecisionID makes a retry the same decision; default: a digest of the
 	// caller's token and the request (decisionID).
 	DecisionID string `json:"decision_id"`
+	// InputSHA256 is the input_sha256 of the approval as the decider was
+	// shown it (optional): a decision on another input is refused.
+	InputSHA256 string `json:"input_sha256"`
 }
 
 // handleDecision is POST /api/approvals/{id}/decision: 200 decided (also
@@ -165,6 +172,12 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		s.conflict(w, a)
 		return
 	}
+	if body.InputSHA256 != "" && body.InputSHA256 != a.InputSHA256 {
+		writeJSON(w, http.StatusConflict, decidedResponse{Error: "this decision was made on an input (" + clip(body.InputSHA256) +
+			") that is not the approval's (" + a.InputSHA256 + "): reload the approval, read what it will run, and decide again",
+			Approval: a})
+		return
+	}
 	if err := checkDecision(a, body); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -176,13 +189,37 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "no approval "+strconv.Quote(clip(a.ApprovalID)))
 	case errors.Is(err, store.ErrDecided):
-		s.conflict(w, got)
+		s.conflict(w, shown(got))
 	case err != nil:
 		s.storeError(w, r, err)
 	default:
 		s.log.Info("backend: approval decided", "approval", a.ApprovalID, "session", a.SessionID, "decision", d.Decision,
 			"by", d.By, "decision_id", id)
-		writeJSON(w, http.StatusOK, approvalResponse{Approval: got})
+		writeJSON(w, http.StatusOK, approvalResponse{Approval: shown(got)})
+	}
+}
+
+// shown is an approval as the API shows it: with the digest of its input,
+// which a decision names and the helper checks.
+func shown(a store.Approval) store.Approval {
+	if a.ApprovalID != "" {
+		a.InputSHA256 = relaywire.InputDigest(a.Input)
+	}
+	return a
+}
+
+// noteConflicts logs the events that asked for an approval again with
+// another event_id: stored as posted, but the approval keeps the request
+// that arrived first, so a later one (a forgery by anything holding an
+// ingest token, or a bug) cannot change what the approver sees.
+func (s *Server) noteConflicts(r *http.Request, events []store.Event, res []store.AppendResult) {
+	for i, ar := range res {
+		if ar.ApprovalConflict == "" || i >= len(events) {
+			continue
+		}
+		s.log.Warn("backend: ignored a second request for an approval: the first to arrive defines it",
+			"approval", ar.ApprovalConflict, "session", events[i].SessionID, "event_id", ar.EventID,
+			"token", principalOf(r).name, "remote", r.RemoteAddr)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-relay/claude-relay/internal/peer"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
@@ -86,7 +85,7 @@ func TestDecisionsAcrossServersSQLite(t *testing.T) {
 func replicaOptions(p *fakePusher, recheck time.Duration) envOption {
 	return func(o *Options) {
 		o.ServeTokens = scopedTokens
-		o.Peer = (&fakePeer{err: peer.ErrNotFound}).lookup
+		o.Peer = (&fakePeer{proc: unmarked}).lookup
 		o.recheck = recheck
 		o.pusher = p
 	}

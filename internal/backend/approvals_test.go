@@ -33,6 +33,7 @@ const (
 	ingestToken = "ingest-token-0123456789"
 	readToken   = "read-token-0123456789"
 	adminToken  = "admin-token-0123456789"
+	helperToken = "helper-token-0123456789"
 )
 
 func scopedTokens() []config.ServeToken {
@@ -41,10 +42,14 @@ func scopedTokens() []config.ServeToken {
 		{Name: "ingester", Token: ingestToken, Scopes: []tokens.Scope{tokens.Ingest}},
 		{Name: "reader", Token: readToken, Scopes: []tokens.Scope{tokens.Read}},
 		{Name: "ops", Token: adminToken, Scopes: []tokens.Scope{tokens.Admin}},
+		{Name: "helper", Token: helperToken, Scopes: tokens.Helper},
 	}
 }
 
 func bearer(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+
+// unmarked is a client process that was checked and is no run's.
+var unmarked = peer.Process{PID: 1, Chain: []int{1}}
 
 // fakePeer is the self-approval check's process lookup.
 type fakePeer struct {
@@ -127,7 +132,7 @@ func newApprovalEnv(t *testing.T, opts ...envOption) *approvalEnv {
 
 func newApprovalEnvOn(t *testing.T, fs *fakeStore, opts ...envOption) *approvalEnv {
 	t.Helper()
-	a := &approvalEnv{fs: fs, peer: &fakePeer{err: peer.ErrNotFound}, push: newFakePusher(), log: &syncBuffer{}}
+	a := &approvalEnv{fs: fs, peer: &fakePeer{proc: unmarked}, push: newFakePusher(), log: &syncBuffer{}}
 	base := func(o *Options) {
 		o.ServeTokens = scopedTokens
 		o.Peer = a.peer.lookup
@@ -196,10 +201,11 @@ func approvalOf(t *testing.T, m map[string]json.RawMessage) store.Approval {
 func TestWhoami(t *testing.T) {
 	e := newApprovalEnv(t)
 	for tok, want := range map[string]whoamiResponse{
-		testToken:   {Name: "serve-token-5", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read}, By: "api:serve-token-5"},
+		testToken:   {Name: "serve-token-6", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read}, By: "api:serve-token-6"},
 		phoneToken:  {Name: "phone", Scopes: []tokens.Scope{tokens.Read, tokens.Approve}, By: "api:phone"},
 		ingestToken: {Name: "ingester", Scopes: []tokens.Scope{tokens.Ingest}, By: "api:ingester"},
-		adminToken:  {Name: "ops", Scopes: tokens.All, By: "api:ops"},
+		adminToken:  {Name: "ops", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve, tokens.Admin}, By: "api:ops"},
+		helperToken: {Name: "helper", Scopes: tokens.Helper, By: "api:helper"},
 	} {
 		var got whoamiResponse
 		if code := e.call("GET", "/api/whoami", nil, bearer(tok), &got); code != 200 ||
@@ -230,7 +236,7 @@ func TestScopesPerRoute(t *testing.T) {
 		{"GET", "/api/sessions/s1/events", nil, tokens.Read},
 		{"GET", "/api/approvals", nil, tokens.Read},
 		{"GET", "/api/approvals/a1", nil, tokens.Read},
-		{"GET", "/api/approvals/decisions?ids=a1&wait=0", nil, tokens.Read},
+		{"GET", "/api/approvals/decisions?ids=a1&wait=0", nil, tokens.Decisions},
 		{"GET", "/metrics", nil, tokens.Read},
 		{"GET", "/approvals", nil, tokens.Read},
 		{"POST", "/api/approvals/zz/decision", []byte(`{"decision":"allow"}`), tokens.Approve},
@@ -238,7 +244,7 @@ func TestScopesPerRoute(t *testing.T) {
 	has := map[string]tokens.Set{
 		testToken: tokens.SetOf(nil), phoneToken: tokens.SetOf([]tokens.Scope{tokens.Approve}),
 		ingestToken: tokens.SetOf([]tokens.Scope{tokens.Ingest}), readToken: tokens.SetOf([]tokens.Scope{tokens.Read}),
-		adminToken: tokens.SetOf([]tokens.Scope{tokens.Admin}),
+		adminToken: tokens.SetOf([]tokens.Scope{tokens.Admin}), helperToken: tokens.SetOf(tokens.Helper),
 	}
 	for _, r := range routes {
 		for tok, set := range has {
@@ -396,7 +402,7 @@ func TestDecision(t *testing.T) {
 // (another replica won), the answer is a 409 naming the winner.
 func TestDecideRace(t *testing.T) {
 	fs := newFakeStore()
-	e := newEnvWith(t, raceStore{fs}, func(o *Options) { o.ServeTokens = scopedTokens; o.Peer = (&fakePeer{err: peer.ErrNotFound}).lookup })
+	e := newEnvWith(t, raceStore{fs}, func(o *Options) { o.ServeTokens = scopedTokens; o.Peer = (&fakePeer{proc: unmarked}).lookup })
 	a := &approvalEnv{env: e, fs: fs}
 	a.request("a1", "tool", "Bash", "ls")
 	code, out := a.decide("a1", map[string]any{"decision": "allow"}, bearer(phoneToken))
@@ -492,8 +498,7 @@ func TestDashboardCookieDecision(t *testing.T) {
 // login posts the login form and returns the "name=value" cookie.
 func (e *env) login(t *testing.T, token string) string {
 	t.Helper()
-	resp := e.do("POST", "/login", []byte(url.Values{"token": {token}, "next": {"/approvals"}}.Encode()),
-		map[string]string{"Authorization": "", "Content-Type": "application/x-www-form-urlencoded"})
+	resp := e.do("POST", "/login", []byte(url.Values{"token": {token}, "next": {"/approvals"}}.Encode()), e.formHdr())
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 		t.Fatalf("login: %d %v", resp.StatusCode, resp.Cookies())
@@ -509,8 +514,7 @@ func (e *env) login(t *testing.T, token string) string {
 // and is told what it lacks.
 func TestLoginNeedsRead(t *testing.T) {
 	e := newApprovalEnv(t)
-	resp := e.do("POST", "/login", []byte(url.Values{"token": {ingestToken}}.Encode()),
-		map[string]string{"Authorization": "", "Content-Type": "application/x-www-form-urlencoded"})
+	resp := e.do("POST", "/login", []byte(url.Values{"token": {ingestToken}}.Encode()), e.formHdr())
 	body := readAll(t, resp)
 	if resp.StatusCode != 403 || len(resp.Cookies()) != 0 || !strings.Contains(body, "the dashboard needs read") {
 		t.Errorf("ingest-only login: %d %v\n%s", resp.StatusCode, resp.Cookies(), body)
@@ -606,10 +610,65 @@ func TestSelfApproval(t *testing.T) {
 	if code, _ := e.decide("a1", map[string]any{"decision": "deny"}, bearer(phoneToken)); code != 200 {
 		t.Errorf("unmarked client: %d", code)
 	}
+	// Not checkable at all (no /proc, or another user's process such as a
+	// reverse proxy, or an agent with sudo): refused unless the operator
+	// opted in.
 	e.request("a2", "tool", "Bash", "ls")
-	e.peer.set(peer.Process{}, fmt.Errorf("peer: %w", errors.ErrUnsupported))
-	if code, _ := e.decide("a2", map[string]any{"decision": "allow"}, bearer(phoneToken)); code != 200 {
-		t.Errorf("lookup failed: %d, want 200", code)
+	for _, err := range []error{peer.ErrUnsupported, &peer.HiddenError{Inode: 7, UID: 1234}} {
+		e.peer.set(peer.Process{}, fmt.Errorf("peer: %w", err))
+		code, out := e.decide("a2", map[string]any{"decision": "allow"}, bearer(phoneToken))
+		if code != 403 || !strings.Contains(errorOf(out), "serve.allow_unchecked_local_decisions") {
+			t.Errorf("unchecked local client (%v): %d %q, want 403 naming the opt-in", err, code, errorOf(out))
+		}
+	}
+	opted := newApprovalEnv(t, func(o *Options) { o.AllowUncheckedLocal = true })
+	opted.request("a3", "tool", "Bash", "ls")
+	opted.peer.set(peer.Process{}, fmt.Errorf("peer: %w", errors.ErrUnsupported))
+	if code, _ := opted.decide("a3", map[string]any{"decision": "allow"}, bearer(phoneToken)); code != 200 {
+		t.Errorf("unchecked local client with the opt-in: %d, want 200", code)
+	}
+	// An agent hiding as our own user stays refused with the opt-in.
+	opted.request("a4", "tool", "Bash", "ls")
+	opted.peer.set(peer.Process{}, &peer.HiddenError{Inode: 8, UID: 0, SameUser: true})
+	if code, _ := opted.decide("a4", map[string]any{"decision": "allow"}, bearer(phoneToken)); code != 403 {
+		t.Errorf("a hidden client of our own user with the opt-in: %d, want 403", code)
+	}
+}
+
+// TestHostAddrs: a client at any address of this host's interfaces is
+// local, even when it reached the server at another one (curl
+// --interface); other machines are not.
+func TestHostAddrs(t *testing.T) {
+	h := &hostAddrs{list: func() ([]net.Addr, error) {
+		return []net.Addr{
+			&net.IPNet{IP: net.ParseIP("127.0.0.1"), Mask: net.CIDRMask(8, 32)},
+			&net.IPNet{IP: net.ParseIP("10.1.2.3"), Mask: net.CIDRMask(24, 32)},
+			&net.IPNet{IP: net.ParseIP("fd00::5"), Mask: net.CIDRMask(64, 128)},
+		}, nil
+	}}
+	local := &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8787}
+	for remote, want := range map[string]bool{
+		"127.0.0.1":       true,
+		"10.1.2.3":        true, // a second address of this host
+		"::ffff:10.1.2.3": true,
+		"fd00::5":         true,
+		"10.1.2.4":        false, // another machine on that network
+		"192.168.1.6":     false,
+	} {
+		if got := h.local(local, netip.MustParseAddr(remote)); got != want {
+			t.Errorf("%s: %v, want %v", remote, got, want)
+		}
+	}
+	// The real interfaces: every address of this host counts.
+	var real hostAddrs
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, a := range as {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && !real.local(local, p.Addr()) {
+			t.Errorf("this host's own address %s is not local", p.Addr())
+		}
 	}
 }
 
@@ -780,12 +839,12 @@ func TestDecisionsPollEndsOnShutdown(t *testing.T) {
 	}
 }
 
-// TestPushes: a new pending approval is pushed once, with a short title,
-// the project and a link, never its input or a token; duplicates and
-// replicas do not push again.
+// TestPushes: a new pending approval is pushed once, with a short title
+// (serve.notify_include_input; redacted), the project and a link, never its
+// input or a token; duplicates and replicas do not push again.
 func TestPushes(t *testing.T) {
 	fs := newFakeStore()
-	e := newApprovalEnvOn(t, fs)
+	e := newApprovalEnvOn(t, fs, func(o *Options) { o.NotifyIncludeInput = true })
 	e.post("s1", envelope("s1", 1, relaywire.TypeRunStarted, relaywire.RunStarted{RunID: "r1", Cwd: "/home/dev/my-project", Prompt: "go"}))
 	long := "curl -H 'Authorization: Bearer sk-ant-abcdefghijklmnop' https://example.com/" + strings.Repeat("x", 200) + " " + phoneToken
 	req := envelope("s1", 2, relaywire.TypeApprovalRequested, relaywire.ApprovalRequested{RunID: "r1", ApprovalID: "a1", Kind: "tool",
@@ -795,7 +854,7 @@ func TestPushes(t *testing.T) {
 	if m.Title != "Claude wants to run Bash" || m.ClickURL != "https://relay.example/approvals#a1" {
 		t.Errorf("push %+v", m)
 	}
-	if !strings.HasPrefix(m.Body, "curl -H 'Authorization: ***' https://example.com/xxx") || !strings.HasSuffix(m.Body, "…\nin my-project") ||
+	if !strings.HasPrefix(m.Body, "curl -H 'Authorization: Bearer ***' https://example.com/xxx") || !strings.HasSuffix(m.Body, "…\nin my-project") ||
 		len([]rune(strings.Split(m.Body, "\n")[0])) != maxPushTitle {
 		t.Errorf("body %q", m.Body)
 	}
@@ -897,14 +956,14 @@ func TestPusherClosedOnShutdown(t *testing.T) {
 func TestFirstMatchingTokenWins(t *testing.T) {
 	e := newEnvWith(t, newFakeStore(), func(o *Options) {
 		o.ServeTokens = func() []config.ServeToken {
-			return []config.ServeToken{{Name: "ops", Token: "same-token", Scopes: []tokens.Scope{tokens.Admin}}, {Name: "default", Token: "same-token"}}
+			return []config.ServeToken{{Name: "ops", Token: "same-token-0123456789", Scopes: []tokens.Scope{tokens.Admin}}, {Name: "default", Token: "same-token-0123456789"}}
 		}
 	})
 	var who whoamiResponse
-	if e.call("GET", "/api/whoami", nil, bearer("same-token"), &who); who.Name != "ops" || !slices.Equal(who.Scopes, tokens.All) {
+	if e.call("GET", "/api/whoami", nil, bearer("same-token-0123456789"), &who); who.Name != "ops" || !slices.Equal(who.Scopes, []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve, tokens.Admin}) {
 		t.Errorf("bearer: %+v", who)
 	}
-	cookie := e.login(t, "same-token")
+	cookie := e.login(t, "same-token-0123456789")
 	if e.call("GET", "/api/whoami", nil, map[string]string{"Authorization": "", "Cookie": cookie}, &who); who.Name != "ops" || who.By != "dashboard:ops" {
 		t.Errorf("cookie: %+v", who)
 	}
@@ -941,7 +1000,7 @@ func TestNotifyURLReceivesOnePostPerApproval(t *testing.T) {
 		return post{}
 	}
 	first, second := next(), next()
-	if first.title != "Claude wants to run Bash" || first.click != "https://relay.example/approvals#a1" || !strings.Contains(first.body, "make deploy") ||
+	if first.title != "Claude wants to run Bash" || first.click != "https://relay.example/approvals#a1" || first.body != "Bash" ||
 		strings.Contains(first.body, "INPUT-ONLY") {
 		t.Errorf("first push %+v", first)
 	}

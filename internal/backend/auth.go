@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/dashboard"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
@@ -20,8 +21,9 @@ import (
 // CookieName is the dashboard's session cookie.
 const CookieName = "claude_relay_session"
 
-// cookieMaxAge keeps a dashboard login for 30 days; revoking or rotating
-// the token ends it sooner, since the cookie is derived from the token.
+// cookieMaxAge keeps a dashboard login for 30 days, in the browser
+// (Max-Age) and on the server (the cookie's signed issue time, login.go);
+// logging out, or revoking or rotating the token, ends it sooner.
 const cookieMaxAge = 30 * 24 * time.Hour
 
 // DashboardHeader must be "1" on a decision the dashboard posts with its
@@ -178,8 +180,10 @@ func match(creds []credential, sum [sha256.Size]byte, pick func(*credential) *[s
 func tokenDigest(c *credential) *[sha256.Size]byte  { return &c.token }
 func cookieDigest(c *credential) *[sha256.Size]byte { return &c.cookie }
 
-// identify finds who sent r: a Bearer token, else the login cookie.
-func identify(r *http.Request, creds []credential) *principal {
+// identify finds who sent r: a Bearer token, else the login cookie
+// (login.go: signed, not expired, not logged out, and its CookieMAC
+// matching the credential it names).
+func (s *Server) identify(r *http.Request, creds []credential) *principal {
 	if scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		if got = strings.TrimSpace(got); got != "" {
 			if c := match(creds, tokens.Digest(got), tokenDigest); c != nil {
@@ -187,26 +191,32 @@ func identify(r *http.Request, creds []credential) *principal {
 			}
 		}
 	}
-	ck, err := r.Cookie(CookieName)
-	if err != nil {
-		return nil
-	}
-	// "<credential id>.<MAC>": the id says which token the login used; the
-	// MAC (base64url, no '.') proves it.
-	i := strings.LastIndexByte(ck.Value, '.')
-	if i <= 0 || i == len(ck.Value)-1 {
-		return nil
-	}
-	id, mac := ck.Value[:i], ck.Value[i+1:]
-	c := match(creds, tokens.Digest(mac), cookieDigest)
-	if c == nil || subtle.ConstantTimeCompare([]byte(c.id), []byte(id)) != 1 {
+	c, _ := s.loginOf(r, creds)
+	if c == nil {
 		return nil
 	}
 	return &principal{id: c.id, name: c.name, scopes: c.scopes, cookie: true}
 }
 
-// cookieFor is the login cookie's value for token, known as credential id.
-func cookieFor(id, token string) string { return id + "." + tokens.CookieMAC(token) }
+// loginOf is the credential of r's login cookie and the cookie, or nil.
+func (s *Server) loginOf(r *http.Request, creds []credential) (*credential, loginCookie) {
+	ck, err := r.Cookie(s.login.cookieName(r))
+	if err != nil {
+		return nil, loginCookie{}
+	}
+	lc, ok := s.login.open(ck.Value)
+	if !ok {
+		if err := s.login.logouts.err(); err != nil {
+			s.throttled(&s.login.lastListLog, func() { s.log.Warn("backend: "+err.Error(), "path", s.login.logouts.path) })
+		}
+		return nil, loginCookie{}
+	}
+	c := match(creds, tokens.Digest(lc.cmac), cookieDigest)
+	if c == nil || subtle.ConstantTimeCompare([]byte(c.id), []byte(lc.id)) != 1 {
+		return nil, loginCookie{}
+	}
+	return c, lc
+}
 
 // requiredScope is what a route needs (CONTRACT §10): ingest to post
 // events, approve to decide, read for everything else; /api/whoami only
@@ -217,6 +227,8 @@ func requiredScope(r *http.Request) tokens.Scope {
 		return tokens.Ingest
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/approvals/"):
 		return tokens.Approve
+	case r.URL.Path == "/api/approvals/decisions":
+		return tokens.Decisions
 	case r.URL.Path == "/api/whoami":
 		return ""
 	}
@@ -251,7 +263,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credentialsKey{}, creds)))
 			return
 		}
-		p := identify(r, creds)
+		p := s.identify(r, creds)
 		if p != nil && p.cookie && !isRead(r) && !isDecisionPost(r) {
 			p = nil // the cookie is for reading, and for the dashboard's decisions only
 		}
@@ -299,13 +311,10 @@ func scopeMessage(r *http.Request, p *principal, need tokens.Scope) string {
 		" has " + p.scopes.String()
 }
 
-// Why a cookie POST was refused.
-var (
-	errNoDashboardHeader = errors.New("refused: a decision sent with the dashboard's cookie needs the header " +
-		DashboardHeader + ": 1, which the dashboard sends (a cross-site form cannot); from a script, send a Bearer token instead")
-	errNoOrigin = errors.New("refused: a decision sent with the dashboard's cookie needs an Origin or Sec-Fetch-Site " +
-		"header naming this dashboard; from a script, send a Bearer token instead")
-)
+// errNoDashboardHeader is why a decision posted with the cookie but not by
+// the dashboard's script was refused.
+var errNoDashboardHeader = errors.New("refused: a decision sent with the dashboard's cookie needs the header " +
+	DashboardHeader + ": 1, which the dashboard sends (a cross-site form cannot); from a script, send a Bearer token instead")
 
 // checkDashboardPost allows a POST with the cookie only from a page of this
 // dashboard: DashboardHeader set, and the browser's Sec-Fetch-Site and
@@ -314,17 +323,29 @@ func (s *Server) checkDashboardPost(r *http.Request) error {
 	if r.Header.Get(DashboardHeader) != "1" {
 		return errNoDashboardHeader
 	}
+	return s.checkSameSite(r, "a decision sent with the dashboard's cookie", "decide from this dashboard's own page")
+}
+
+// checkSameSite allows a browser's POST (what, "a login") only from a page
+// of this server: Sec-Fetch-Site and Origin, at least one present, both
+// saying same origin. fix says what to do instead.
+func (s *Server) checkSameSite(r *http.Request, what, fix string) error {
 	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	if origin == "null" && site == "same-origin" {
+		// A form posted from a page with Referrer-Policy: no-referrer (all
+		// of ours) says Origin: null; Sec-Fetch-Site still names the site.
+		origin = ""
+	}
 	if site == "" && origin == "" {
-		return errNoOrigin
+		return errors.New("refused: " + what + " needs an Origin or Sec-Fetch-Site header naming this dashboard " +
+			"(browsers send them); from a script, send a Bearer token instead")
 	}
 	if site != "" && site != "same-origin" {
-		return errors.New("refused: cross-site request (Sec-Fetch-Site: " + strconv.Quote(clip(site)) +
-			"); decide from this dashboard's own page")
+		return errors.New("refused: cross-site request (Sec-Fetch-Site: " + strconv.Quote(clip(site)) + "); " + fix)
 	}
 	if origin != "" && !s.sameOrigin(origin, r) {
-		return errors.New("refused: Origin " + strconv.Quote(clip(origin)) + " is not this dashboard (" + r.Host +
-			"); decide from this dashboard's own page, or set serve.public_url to the address people use")
+		return errors.New("refused: Origin " + strconv.Quote(clip(origin)) + " is not this dashboard (" + clip(r.Host) +
+			"); " + fix + ", or set serve.public_url to the address people use")
 	}
 	return nil
 }
@@ -393,9 +414,14 @@ func (s *Server) warnNoTokens(r *http.Request) {
 
 // throttled runs log at most once per noTokenLogEvery per last.
 func (s *Server) throttled(last *atomic.Int64, log func()) {
+	s.throttledEvery(last, noTokenLogEvery, log)
+}
+
+// throttledEvery runs log at most once per every per last.
+func (s *Server) throttledEvery(last *atomic.Int64, every time.Duration, log func()) {
 	now := time.Now().UnixNano()
 	prev := last.Load()
-	if now-prev < int64(noTokenLogEvery) || !last.CompareAndSwap(prev, now) {
+	if now-prev < int64(every) || !last.CompareAndSwap(prev, now) {
 		return
 	}
 	log()
@@ -412,8 +438,23 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLogin checks the form's token and sets the cookie, which names the
-// token's credential so that its scopes apply to the dashboard.
+// token's credential so that its scopes apply to the dashboard. It takes
+// the form from this dashboard's own page only, refuses tokens shorter than
+// config.MinTokenLen unread, and locks out an address after repeated
+// failures (login.go).
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkSameSite(r, "a login", "log in from this dashboard's own login page"); err != nil {
+		s.log.Info("backend: refused a login form from another site", "remote", r.RemoteAddr, "why", err)
+		data := s.loginData("/")
+		data.Error = err.Error()
+		dashboard.WriteLogin(w, http.StatusForbidden, data)
+		return
+	}
+	client := clientKey(r)
+	if wait := s.login.guard.locked(client, s.login.now()); wait > 0 {
+		s.loginLocked(w, r, wait)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
 		data := s.loginData("/")
@@ -425,17 +466,17 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	creds, _ := r.Context().Value(credentialsKey{}).([]credential)
 	var c *credential
-	if token != "" {
+	if len(token) >= config.MinTokenLen {
 		c = match(creds, tokens.Digest(token), tokenDigest)
 	}
 	if c == nil {
-		s.metrics.authFailures.Inc()
-		s.log.Info("backend: dashboard login failed", "remote", r.RemoteAddr)
+		s.loginFailed(r, client)
 		data := s.loginData(next)
 		data.Error = "Wrong token."
 		dashboard.WriteLogin(w, http.StatusUnauthorized, data)
 		return
 	}
+	s.login.guard.succeed(client)
 	if !c.scopes.Has(tokens.Read) {
 		s.log.Info("backend: dashboard login with a token that cannot read", "token", c.name, "scopes", c.scopes.String())
 		data := s.loginData(next)
@@ -444,23 +485,54 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		dashboard.WriteLogin(w, http.StatusForbidden, data)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name:     CookieName,
-		Value:    cookieFor(c.id, token),
-		Path:     "/",
-		MaxAge:   int(cookieMaxAge / time.Second),
-		HttpOnly: true,
-		Secure:   r.TLS != nil,
-		SameSite: http.SameSiteStrictMode,
-	})
+	http.SetCookie(w, s.login.cookie(r, s.login.mint(c.id, tokens.CookieMAC(token)), int(cookieMaxAge/time.Second)))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+// loginFailed counts a failed login against client and logs it, at most
+// once a minute with the count since the last line, so a guessing script
+// cannot flood the log.
+func (s *Server) loginFailed(r *http.Request, client string) {
+	s.metrics.authFailures.Inc()
+	s.login.failsSinceLog.Add(1)
+	if lock := s.login.guard.fail(client, s.login.now()); lock > 0 {
+		s.throttledEvery(&s.login.lastLockLog, loginFailLogEvery, func() {
+			s.log.Warn("backend: too many failed dashboard logins from one address; refusing its logins for a while",
+				"client", client, "for", lock.Round(time.Second))
+		})
+	}
+	s.throttledEvery(&s.login.lastFailLog, loginFailLogEvery, func() {
+		s.log.Info("backend: dashboard login failed", "remote", r.RemoteAddr, "failures", s.login.failsSinceLog.Swap(0))
 	})
+}
+
+// loginLocked answers a login from a locked-out address: 429, with how
+// long to wait, without looking at the token.
+func (s *Server) loginLocked(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	s.metrics.authFailures.Inc()
+	secs := retryAfter(wait)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	data := s.loginData("/")
+	data.Error = "Too many failed logins from your address: wait " + strconv.Itoa(secs) +
+		" seconds, then try again with the token from serve.tokens (or the file named below)."
+	dashboard.WriteLogin(w, http.StatusTooManyRequests, data)
+}
+
+// handleLogout ends the login: the browser drops the cookie, and the
+// server refuses it from now on even if a copy is replayed (login.go).
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkSameSite(r, "a logout", "log out from this dashboard's own page"); err != nil {
+		s.log.Info("backend: refused a logout from another site", "remote", r.RemoteAddr, "why", err)
+		writeError(w, http.StatusForbidden, err.Error())
+		return
+	}
+	creds, _ := r.Context().Value(credentialsKey{}).([]credential)
+	if c, lc := s.loginOf(r, creds); c != nil {
+		if err := s.login.logout(lc); err != nil {
+			s.log.Warn("backend: "+err.Error(), "token", c.name)
+		}
+	}
+	http.SetCookie(w, s.login.cookie(r, "", -1))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

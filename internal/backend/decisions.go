@@ -186,7 +186,7 @@ func (ws *decisionWait) describe(ctx context.Context, ds []store.Decision) []rel
 		}
 		out = append(out, relaywire.RemoteDecision{ApprovalID: d.ApprovalID, DecisionID: d.DecisionID, Decision: d.Decision,
 			Reason: d.Reason, UpdatedInput: d.UpdatedInput, Answers: d.Answers, By: d.By, DecidedAt: d.DecidedAt,
-			RunID: a.RunID, SessionID: a.SessionID})
+			RunID: a.RunID, SessionID: a.SessionID, InputSHA256: relaywire.InputDigest(a.Input)})
 	}
 	return out
 }

@@ -21,12 +21,15 @@
 // deciding an approval needs approve, every other route read (approve
 // implies it; admin is everything); GET /api/whoami only a valid token. A
 // valid token without the scope gets 403 saying which scope and how to
-// create a token with it. The cookie names the token it came from
-// ("<credential id>.<MAC keyed by the token>"), so the login's scopes
-// apply, and revoking or rotating the token ends the login. It may also
-// POST a decision, only with the header X-Claude-Relay: 1 and a
-// same-origin Origin / Sec-Fetch-Site, which a cross-site form or fetch
-// cannot produce.
+// create a token with it. The cookie names the token it came from and is
+// signed with its issue time (login.go), so the login's scopes apply, and
+// revoking or rotating the token, 30 days, or logging out (the cookie's ID
+// goes on a logout list in the data dir) end the login. It may also POST a
+// decision, only with the header X-Claude-Relay: 1 and a same-origin
+// Origin / Sec-Fetch-Site, which a cross-site form or fetch cannot produce;
+// the login and logout forms need the same origin too. Failed logins lock
+// an address out for a doubling time; a Host header that is not one of the
+// server's names is refused (hosts.go, against DNS rebinding).
 //
 // Approvals (approvals.go, decisions.go): the list and one approval as the
 // store folds them from relay.approval_* events; a decision is checked
@@ -37,7 +40,8 @@
 // them. A decision sent over a loopback connection by a process that a
 // claude-relay run started is refused (selfapproval.go). A new pending
 // approval is pushed to serve.notify_url once across replicas
-// (push.go, Store.ClaimNotify).
+// (push.go, Store.ClaimNotify): the tool and the project, the command only
+// with serve.notify_include_input, and then redacted (package redact).
 //
 // Wiring, as `claude-relay serve` and the embedded default backend do it:
 //
@@ -47,6 +51,7 @@
 //		Store:       st,
 //		ServeTokens: func() []config.ServeToken { return current().Serve.Tokens }, // reloadable
 //		Issued:      tokens.Open(tokens.Path(dataDir)),                            // `token create`
+//		StateDir:    dataDir,                                                      // login key, logouts
 //		Logger:      log,
 //	})
 //	ln, err := net.Listen("tcp", addr) // or "127.0.0.1:0" for an ephemeral port

@@ -3,7 +3,6 @@ package backend
 import (
 	relaywire "github.com/claude-relay/claude-relay/internal/wire"
 
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,28 +39,31 @@ type batchResponse struct {
 	Results []batchResult `json:"results"`
 }
 
-// readIngest checks the path's session ID and reads a body of at most
-// limit bytes; on a problem it has answered, and ok is false.
-func (s *Server) readIngest(w http.ResponseWriter, r *http.Request, limit int64) (string, []byte, bool) {
-	pathID := r.PathValue("id")
+// openIngest checks the path's session ID and admits a body of at most
+// limit bytes (key names the setting; see admit); on a problem it has
+// answered, and ok is false. The caller calls release when done.
+func (s *Server) openIngest(w http.ResponseWriter, r *http.Request, limit int64, key string) (pathID string, release func(), ok bool) {
+	pathID = r.PathValue("id")
 	if rerr := checkSessionID(pathID); rerr != nil {
 		s.refuse(w, http.StatusBadRequest, rerr)
 		return "", nil, false
 	}
-	body, status, rerr := readBody(w, r, limit)
-	if rerr != nil {
-		s.refuse(w, status, rerr)
-		return "", nil, false
-	}
-	return pathID, body, true
+	release, ok = s.admit(w, r, limit, key)
+	return pathID, release, ok
 }
 
 // handleEvent is POST /api/sessions/{id}/events.
 func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer s.observe(endpointSingle, start)
-	pathID, body, ok := s.readIngest(w, r, s.maxEvent)
+	pathID, release, ok := s.openIngest(w, r, s.maxEvent, keyMaxEvent)
 	if !ok {
+		return
+	}
+	defer release()
+	body, status, rerr := readBody(w, r, s.maxEvent)
+	if rerr != nil {
+		s.refuse(w, status, rerr)
 		return
 	}
 	ev, rerr := parseEvent(body, pathID)
@@ -88,6 +90,7 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, ingestResponse{Duplicate: true, EventID: ev.EventID, Cursor: res[0].Cursor})
 		return
 	}
+	s.noteConflicts(r, []store.Event{ev}, res)
 	s.queuePushes([]store.Event{ev}, res)
 	s.metrics.ingested.Inc()
 	writeJSON(w, http.StatusCreated, ingestResponse{EventID: ev.EventID, Cursor: res[0].Cursor})
@@ -99,19 +102,17 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	defer s.observe(endpointBatch, start)
-	pathID, body, ok := s.readIngest(w, r, s.maxBatch)
+	pathID, release, ok := s.openIngest(w, r, s.maxBatch, keyMaxBatch)
 	if !ok {
 		return
 	}
-	results, valid, index, rerr := s.decodeBatch(body, pathID)
-	if rerr != nil {
-		status := http.StatusBadRequest
-		if rerr.Reason == reasonTooLarge {
-			status = http.StatusRequestEntityTooLarge
-		}
+	defer release()
+	d := s.newBatchDecoder(w, r, pathID)
+	if status, rerr := d.decode(); rerr != nil {
 		s.refuse(w, status, rerr)
 		return
 	}
+	results, valid, index := d.results, d.valid, d.index
 	for _, r := range results {
 		if r.reason != "" {
 			s.metrics.rejected.WithLabelValues(r.reason).Inc()
@@ -127,6 +128,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 			s.storeError(w, r, err)
 			return
 		}
+		s.noteConflicts(r, valid, res)
 		s.queuePushes(valid, res)
 		for j, ar := range res {
 			out := &results[index[j]]
@@ -143,84 +145,187 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, batchResponse{Results: results})
 }
 
-// decodeBatch reads {"events":[...]} in one pass with a streaming decoder
-// (json.Unmarshal into []json.RawMessage would scan every event twice more).
-// It returns a result slot per event, the valid events, and for each valid
-// event its slot. A body that is not that shape is one RejectError; an event
-// that is well-formed JSON but invalid only fails its own slot.
-func (s *Server) decodeBatch(body []byte, pathID string) (results []batchResult, valid []store.Event, index []int, rerr *RejectError) {
-	bad := func(err error) *RejectError {
-		return reject(reasonBadJSON, `body is not {"events":[...]}: %v`, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, nil, nil, bad(err)
+// batchDecoder reads {"events":[...]} as a stream, token by token and one
+// event at a time, from the request body: memory holds the event being
+// decoded and the valid events so far (which one Append stores), never
+// the whole body. An event over the per-event limit fails the batch
+// before it is read whole (guard), so nothing of a batch is stored unless
+// every event is within the limit, and the events after a refused one
+// cannot overtake it.
+type batchDecoder struct {
+	s      *Server
+	dec    *json.Decoder
+	guard  *valueGuard
+	pathID string
+	// results has a slot per event, valid the valid events, and index for
+	// each valid event its slot.
+	results []batchResult
+	valid   []store.Event
+	index   []int
+}
+
+func (s *Server) newBatchDecoder(w http.ResponseWriter, r *http.Request, pathID string) *batchDecoder {
+	g := &valueGuard{r: http.MaxBytesReader(w, r.Body, s.maxBatch), max: s.maxEvent}
+	return &batchDecoder{s: s, dec: json.NewDecoder(g), guard: g, pathID: pathID}
+}
+
+// decode reads the whole body. A body that is not that shape, or over a
+// limit, is one RejectError with its status; an event that is well-formed
+// JSON but invalid only fails its own slot.
+func (d *batchDecoder) decode() (int, *RejectError) {
+	if err := d.expectDelim('{'); err != nil {
+		return d.fail(err, -1)
 	}
 	seen := false
-	for dec.More() {
-		key, err := dec.Token()
+	for d.dec.More() {
+		key, err := d.token()
 		if err != nil {
-			return nil, nil, nil, bad(err)
+			return d.fail(err, -1)
 		}
 		if key != "events" || seen {
 			var skip json.RawMessage // unknown fields are ignored
-			if err := dec.Decode(&skip); err != nil {
-				return nil, nil, nil, bad(err)
+			if err := d.value(&skip); err != nil {
+				return d.fail(err, -1)
 			}
 			continue
 		}
 		seen = true
-		if err := expectDelim(dec, '['); err != nil {
-			return nil, nil, nil, bad(err)
-		}
-		for dec.More() {
-			if len(results) == maxBatchEvents {
-				return nil, nil, nil, reject(reasonTooLarge, "more than %d events in one batch", maxBatchEvents)
-			}
-			start := dec.InputOffset()
-			var w wireEvent
-			err := dec.Decode(&w)
-			var typeErr *json.UnmarshalTypeError
-			if err != nil && !errors.As(err, &typeErr) {
-				return nil, nil, nil, bad(err) // the stream itself is broken
-			}
-			ev, rerr := s.batchEvent(&w, err, dec.InputOffset()-start, pathID)
-			results = append(results, batchResult{BatchResult: relaywire.BatchResult{EventID: ev.EventID}})
-			if rerr != nil {
-				out := &results[len(results)-1]
-				out.Status, out.Error, out.reason = http.StatusBadRequest, rerr.Msg, rerr.Reason
-				continue
-			}
-			valid = append(valid, ev)
-			index = append(index, len(results)-1)
-		}
-		if err := expectDelim(dec, ']'); err != nil {
-			return nil, nil, nil, bad(err)
+		if status, rerr := d.events(); rerr != nil {
+			return status, rerr
 		}
 	}
-	if err := expectDelim(dec, '}'); err != nil {
-		return nil, nil, nil, bad(err)
+	if err := d.expectDelim('}'); err != nil {
+		return d.fail(err, -1)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, nil, nil, bad(errors.New("data after the object"))
+	if _, err := d.token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			err = errors.New("data after the object")
+		}
+		return d.fail(err, -1)
 	}
-	if len(results) == 0 {
-		return nil, nil, nil, reject(reasonBatch, `"events" is missing or empty`)
+	if len(d.results) == 0 {
+		return http.StatusBadRequest, reject(reasonBatch, `"events" is missing or empty`)
 	}
-	return results, valid, index, nil
+	return 0, nil
 }
 
-// batchEvent checks one decoded batch element of size bytes; decodeErr is
-// a type error from decoding it (the element was well-formed JSON).
-func (s *Server) batchEvent(w *wireEvent, decodeErr error, size int64, pathID string) (store.Event, *RejectError) {
+// events reads the "events" array.
+func (d *batchDecoder) events() (int, *RejectError) {
+	if err := d.expectDelim('['); err != nil {
+		return d.fail(err, -1)
+	}
+	for d.dec.More() {
+		i := len(d.results)
+		if i == maxBatchEvents {
+			return http.StatusRequestEntityTooLarge, reject(reasonTooLarge,
+				"more than %d events in one batch; send fewer", maxBatchEvents)
+		}
+		start := d.dec.InputOffset()
+		var w wireEvent
+		err := d.value(&w)
+		var typeErr *json.UnmarshalTypeError
+		if err != nil && !errors.As(err, &typeErr) {
+			return d.fail(err, i) // the stream itself is broken
+		}
+		size := d.dec.InputOffset() - start
+		if size > d.s.maxEvent {
+			return d.tooLarge(i)
+		}
+		ev, rerr := d.s.batchEvent(&w, err, d.pathID)
+		d.results = append(d.results, batchResult{BatchResult: relaywire.BatchResult{EventID: ev.EventID}})
+		if rerr != nil {
+			out := &d.results[i]
+			out.Status, out.Error, out.reason = http.StatusBadRequest, rerr.Msg, rerr.Reason
+			continue
+		}
+		d.valid = append(d.valid, ev)
+		d.index = append(d.index, i)
+	}
+	if err := d.expectDelim(']'); err != nil {
+		return d.fail(err, -1)
+	}
+	return 0, nil
+}
+
+// token and value read the next token or value, each guarded on its own.
+func (d *batchDecoder) token() (json.Token, error) {
+	d.guard.mark = d.dec.InputOffset()
+	return d.dec.Token()
+}
+
+func (d *batchDecoder) value(v any) error {
+	d.guard.mark = d.dec.InputOffset()
+	return d.dec.Decode(v)
+}
+
+func (d *batchDecoder) expectDelim(want json.Delim) error {
+	tok, err := d.token()
+	if err != nil {
+		return err
+	}
+	if dl, ok := tok.(json.Delim); !ok || dl != want {
+		return fmt.Errorf("expected %q, found %v", want, tok)
+	}
+	return nil
+}
+
+// fail answers an error reading event i (-1: not in an event): over a
+// limit (413), too slow (408), or not the expected JSON (400).
+func (d *batchDecoder) fail(err error, i int) (int, *RejectError) {
+	var tooBig *http.MaxBytesError
+	var slow *SlowBodyError
+	switch {
+	case errors.Is(err, errValueTooLarge):
+		return d.tooLarge(i)
+	case errors.As(err, &tooBig), errors.As(err, &slow):
+		return readError(err, d.s.maxBatch, keyMaxBatch)
+	}
+	return http.StatusBadRequest, reject(reasonBadJSON, `body is not {"events":[...]}: %v`, err)
+}
+
+func (d *batchDecoder) tooLarge(i int) (int, *RejectError) {
+	what := "a value in the body"
+	if i >= 0 {
+		what = fmt.Sprintf("event %d of the batch", i)
+	}
+	return http.StatusRequestEntityTooLarge, tooLarge(d.s.maxEvent,
+		"%s is over the limit of %d bytes per event (%s); nothing of the batch was stored", what, d.s.maxEvent, keyMaxEvent)
+}
+
+// valueGuard is the batch decoder's reader: it hands the decoder at most
+// guardSlack bytes per read and fails a read once more than max+guardSlack
+// bytes were read past mark, the start of the value being decoded. The
+// decoder reads only to complete a value, so it never buffers much more
+// than one value of at most max bytes.
+type valueGuard struct {
+	r          io.Reader
+	read, mark int64
+	max        int64
+}
+
+// errValueTooLarge is valueGuard's refusal.
+var errValueTooLarge = errors.New("a value is over the per-event limit")
+
+func (g *valueGuard) Read(p []byte) (int, error) {
+	if g.read-g.mark > g.max+guardSlack {
+		return 0, errValueTooLarge
+	}
+	if len(p) > guardSlack {
+		p = p[:guardSlack]
+	}
+	n, err := g.r.Read(p)
+	g.read += int64(n)
+	return n, err
+}
+
+// batchEvent checks one decoded batch element; decodeErr is a type error
+// from decoding it (the element was well-formed JSON).
+func (s *Server) batchEvent(w *wireEvent, decodeErr error, pathID string) (store.Event, *RejectError) {
 	id := w.EventID
 	if !validEventID(id) {
 		id = "" // never echo a malformed ID back
 	}
-	switch {
-	case size > s.maxEvent:
-		return store.Event{EventID: id}, reject(reasonTooLarge, "event is %d bytes; the limit is %d", size, s.maxEvent)
-	case decodeErr != nil:
+	if decodeErr != nil {
 		return store.Event{EventID: id}, reject(reasonBadJSON, "event is not a JSON event object: %v", decodeErr)
 	}
 	ev, rerr := checkEvent(w, pathID)
@@ -230,38 +335,10 @@ func (s *Server) batchEvent(w *wireEvent, decodeErr error, size int64, pathID st
 	return ev, rerr
 }
 
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return fmt.Errorf("expected %q, found %v", want, tok)
-	}
-	return nil
-}
-
-// readBody reads at most limit bytes; over that it is a 413.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, *RejectError) {
-	if r.ContentLength > limit {
-		return nil, http.StatusRequestEntityTooLarge, reject(reasonTooLarge,
-			"body is %d bytes; the limit is %d", r.ContentLength, limit)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, http.StatusRequestEntityTooLarge, reject(reasonTooLarge, "body is over the limit of %d bytes", limit)
-		}
-		return nil, http.StatusBadRequest, reject(reasonBadJSON, "reading the body: %v", err)
-	}
-	return body, 0, nil
-}
-
 // refuse answers a rejected request and counts it.
 func (s *Server) refuse(w http.ResponseWriter, status int, rerr *RejectError) {
 	s.metrics.rejected.WithLabelValues(rerr.Reason).Inc()
-	writeError(w, status, rerr.Msg)
+	writeJSON(w, status, errorBody{Error: rerr.Msg, Limit: rerr.Limit})
 }
 
 // storeError answers a store failure: a closed store is temporary from the

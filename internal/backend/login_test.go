@@ -25,7 +25,7 @@ func TestLoginNamesTokenFile(t *testing.T) {
 	}{
 		{"GET /login", "GET", "/login", nil, noAuth, 200},
 		{"a page without the cookie", "GET", "/sessions/s1", nil, map[string]string{"Authorization": "", "Accept": "text/html"}, 401},
-		{"a wrong token", "POST", "/login", wrong, map[string]string{"Authorization": "", "Content-Type": "application/x-www-form-urlencoded"}, 401},
+		{"a wrong token", "POST", "/login", wrong, e.formHdr(), 401},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := e.do(tc.method, tc.path, tc.body, tc.hdr)

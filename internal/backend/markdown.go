@@ -1,14 +1,14 @@
 package backend
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"time"
 
-	"github.com/claude-relay/claude-relay/internal/markdown"
 	"github.com/claude-relay/claude-relay/internal/store"
 )
 
@@ -21,11 +21,11 @@ const maxMarkdownCursors = 200
 // cursors come cheaper in one read than one read each.
 const markdownGap = 64
 
-// renderer renders for every Server: goldmark and bluemonday instances are
-// safe for concurrent use and cost something to build, so there is one,
-// built on first use (not at init: most processes that link the backend,
-// the helper among them, never render).
-var renderer = sync.OnceValue(markdown.New)
+// markdownBudget bounds the rendering of one request: past it, the blocks
+// left come back as escaped text (and the answer is not cached by the
+// browser), so a page with many slow blocks still gets its answer soon.
+// Renders cut short finish on the pool and are cached for the next view.
+const markdownBudget = 5 * time.Second
 
 type markdownResponse struct {
 	// HTML maps an event's cursor to the HTML of each of its assistant text
@@ -36,18 +36,22 @@ type markdownResponse struct {
 // handleMarkdown is GET /api/sessions/{id}/markdown?cursors=1,5,9: the
 // assistant text of those events as sanitised HTML, for the session page.
 // Events never change, so the answer may be cached (privately: it is the
-// user's data).
+// user's data), unless a block in it is a stand-in for a render that was
+// cut short.
 func (s *Server) handleMarkdown(w http.ResponseWriter, r *http.Request) {
 	cursors, msg := parseCursors(r.URL.Query().Get("cursors"))
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
+	session := r.PathValue("id")
+	budget, cancel := context.WithTimeout(r.Context(), s.markdown.budget)
+	defer cancel()
 	out := markdownResponse{HTML: map[string][]string{}}
-	md := renderer()
+	final := true
 	for _, span := range spans(cursors) {
 		first, last := span[0], span[len(span)-1]
-		evs, err := s.store.Events(r.Context(), r.PathValue("id"), first-1, int(last-first+1))
+		evs, err := s.store.Events(r.Context(), session, first-1, int(last-first+1))
 		if err != nil {
 			s.storeError(w, r, err)
 			return
@@ -59,7 +63,9 @@ func (s *Server) handleMarkdown(w http.ResponseWriter, r *http.Request) {
 			if blocks := assistantTexts(ev); blocks != nil {
 				html := make([]string, len(blocks))
 				for i, b := range blocks {
-					html[i] = md.Render(b)
+					var ok bool
+					html[i], ok = s.markdown.block(budget, session, ev.Cursor, i, b)
+					final = final && ok
 				}
 				out.HTML[strconv.FormatInt(ev.Cursor, 10)] = html
 			}
@@ -68,7 +74,11 @@ func (s *Server) handleMarkdown(w http.ResponseWriter, r *http.Request) {
 			return // the page went away; rendering more is for nobody
 		}
 	}
-	w.Header().Set("Cache-Control", "private, max-age=3600")
+	if final {
+		w.Header().Set("Cache-Control", "private, max-age=3600")
+	} else {
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -22,7 +22,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/claude-relay/claude-relay/internal/backoff"
-	"github.com/claude-relay/claude-relay/internal/logging"
+	"github.com/claude-relay/claude-relay/internal/redact"
 )
 
 // Push notifications for pending approvals (CONTRACT §10): with
@@ -396,7 +396,9 @@ func (n *notifier) redact(err error) string {
 	if errors.As(err, &ue) {
 		msg = ue.Op + " " + n.target + ": " + ue.Err.Error()
 	}
-	return logging.Redact(msg, n.secrets)
+	// Known, not the log redactor: a topic may be short ("/t"), and it is
+	// a secret all the same in this URL's own error texts.
+	return redact.Known(msg, n.secrets)
 }
 
 // clipPush makes m's texts valid UTF-8 within the push limits.

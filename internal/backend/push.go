@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"net/url"
 	"path"
-	"regexp"
 	"strings"
 
-	"github.com/claude-relay/claude-relay/internal/logging"
+	"github.com/claude-relay/claude-relay/internal/redact"
 	"github.com/claude-relay/claude-relay/internal/store"
 	relaywire "github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -103,11 +102,14 @@ func (s *Server) pushOne(ctx context.Context, id string) {
 }
 
 // pushFor is the push of a pending approval: who asks what, in which
-// project, and a link to it. Never the tool's input beyond the short
-// title, and never a token (redacted from the title in case a command
-// carries one).
+// project, and a link to it. The body names the tool and the project only:
+// a command line carries whatever the agent put in it (a token in an
+// environment assignment, mysql -pPASSWORD), and a push goes to a third
+// party. With serve.notify_include_input the approval's short title (the
+// command, the file) comes first, on one line, redacted (shortTitle).
 func (s *Server) pushFor(a store.Approval, project string) pushMessage {
 	var m pushMessage
+	var what string
 	switch a.Kind {
 	case relaywire.ApprovalQuestion:
 		m.Title = "Claude asks a question"
@@ -115,26 +117,31 @@ func (s *Server) pushFor(a store.Approval, project string) pushMessage {
 		m.Title = "Claude has a plan to approve"
 	default:
 		m.Title = "Claude wants to run " + orDash(a.ToolName)
+		what = orDash(a.ToolName)
 	}
-	m.Body = s.shortTitle(a.Title)
+	if s.pushInput {
+		what = s.shortTitle(a.Title)
+	}
+	var lines []string
+	if what != "" {
+		lines = append(lines, what)
+	}
 	if project != "" {
-		if m.Body != "" {
-			m.Body += "\n"
-		}
-		m.Body += "in " + project
+		lines = append(lines, "in "+project)
 	}
+	if len(lines) == 0 {
+		lines = append(lines, "Open the dashboard to answer.")
+	}
+	m.Body = strings.Join(lines, "\n")
 	if s.publicURL != "" {
 		m.ClickURL = s.publicURL + "/approvals#" + (&url.URL{Fragment: a.ApprovalID}).EscapedFragment()
 	}
 	return m
 }
 
-// secretShapes are token-looking words a command line may carry: ours,
-// Anthropic keys, and Bearer credentials.
-var secretShapes = regexp.MustCompile(`crly_[A-Za-z0-9_-]+|sk-[A-Za-z0-9_-]{12,}|(?i:bearer\s+)[^\s'"]+`)
-
-// shortTitle is an approval's title on one line, without secrets, cut to
-// maxPushTitle runes.
+// shortTitle is an approval's title on one line, without the configured
+// tokens and credential-shaped words (redact.Text), cut to maxPushTitle
+// runes.
 func (s *Server) shortTitle(title string) string {
 	title = strings.Join(strings.Fields(title), " ")
 	var known []string
@@ -144,7 +151,5 @@ func (s *Server) shortTitle(title string) string {
 	for _, t := range s.tokens() {
 		known = append(known, t.Reveal())
 	}
-	title = logging.Redact(title, known)
-	title = secretShapes.ReplaceAllString(title, "***")
-	return clipRunes(title, maxPushTitle)
+	return clipRunes(redact.Text(title, known), maxPushTitle)
 }

@@ -114,7 +114,7 @@ var routes = []struct{ method, path string }{
 func TestAuthOnEveryRoute(t *testing.T) {
 	e := newEnv(t)
 	e.post("s1", envelope("s1", 1, "x", map[string]any{}))
-	cookie := CookieName + "=" + cookieFor("c-serve-token-1", testToken)
+	cookie := e.login(t, testToken)
 	for _, r := range routes {
 		t.Run(r.method+" "+r.path, func(t *testing.T) {
 			for _, c := range []struct {
@@ -207,7 +207,7 @@ func TestLogin(t *testing.T) {
 	form := func(token, next string) []byte {
 		return []byte(url.Values{"token": {token}, "next": {next}}.Encode())
 	}
-	formHdr := map[string]string{"Authorization": "", "Content-Type": "application/x-www-form-urlencoded"}
+	formHdr := e.formHdr()
 
 	resp = e.do("POST", "/login", form("wrong", ""), formHdr)
 	body = readAll(t, resp)
@@ -256,7 +256,7 @@ func TestLogin(t *testing.T) {
 		}
 	}
 
-	resp = e.do("POST", "/logout", nil, noAuth)
+	resp = e.do("POST", "/logout", nil, e.formHdr())
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 || resp.Cookies()[0].MaxAge >= 0 {
 		t.Errorf("logout: %d %v", resp.StatusCode, resp.Cookies())

@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-// errorBody is every error response: {"error":"reason"}.
+// errorBody is every error response: {"error":"reason"}, and for a 413
+// the limit in bytes that the body was over, {"error":…,"limit":8388608}.
 type errorBody struct {
 	Error string `json:"error"`
+	Limit int64  `json:"limit,omitempty"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -14,6 +14,10 @@ import (
 // ends before closing their connections.
 const ShutdownGrace = 10 * time.Second
 
+// ReadHeaderTimeout bounds how long a client may take to send a request's
+// headers, so a connection that trickles them is closed.
+const ReadHeaderTimeout = 10 * time.Second
+
 // Serve serves s on ln until ctx ends, then closes SSE streams, stops
 // accepting, lets in-flight requests finish for up to ShutdownGrace, and
 // shuts s down. It returns nil after a clean stop caused by ctx, or the
@@ -24,11 +28,12 @@ const ShutdownGrace = 10 * time.Second
 func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
-		// No ReadTimeout/WriteTimeout: SSE responses are long-lived and a
-		// 32 MiB batch on a slow link is legitimate. Streams set their own
-		// per-write deadlines.
+		// No ReadTimeout/WriteTimeout: SSE responses and decision long
+		// polls are long-lived. Request bodies get a read deadline by their
+		// size instead (limitBodies), and streams set their own per-write
+		// deadlines.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	// SSE handlers never go idle on their own; ending them first is what

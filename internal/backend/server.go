@@ -18,16 +18,6 @@ import (
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
-// Size limits when Options.MaxBody is zero.
-const (
-	DefaultMaxEvent = 4 << 20  // one event, single or inside a batch
-	DefaultMaxBatch = 32 << 20 // a whole batch body
-)
-
-// batchFactor scales a configured MaxBody to the batch limit, keeping the
-// default 4 MiB : 32 MiB ratio.
-const batchFactor = 8
-
 // defaultHeartbeat is how often an idle SSE stream gets a ": ping" comment,
 // so proxies keep the connection and clients notice a dead one.
 const defaultHeartbeat = 15 * time.Second
@@ -55,6 +45,11 @@ type Options struct {
 	// refusing decisions that an agent's own tool command sends (self
 	// approval). Nil: peer.Lookup. Tests inject a fake.
 	Peer PeerLookup
+	// AllowUncheckedLocal lets a decision from this machine through when
+	// its process cannot be checked at all (another user's, a reverse
+	// proxy's, or no /proc): serve.allow_unchecked_local_decisions. False:
+	// refused (selfapproval.go).
+	AllowUncheckedLocal bool
 	// NotifyURL receives a push for each new pending approval (ntfy-style);
 	// empty: no pushes.
 	NotifyURL string
@@ -63,14 +58,37 @@ type Options struct {
 	// each request's Host is the dashboard's origin, and pushes carry no
 	// link.
 	PublicURL string
+	// AllowedHosts are the names (serve.allowed_hosts) a request's Host
+	// header may carry besides loopback names, IP literals and PublicURL's
+	// host; "*.example.com" takes its subdomains (hosts.go).
+	AllowedHosts []string
+	// NotifyIncludeInput puts the approval's short title (the command,
+	// redacted) in pushes: serve.notify_include_input. False: the tool and
+	// the project only.
+	NotifyIncludeInput bool
+	// StateDir keeps the dashboard login's key and its logouts (the data
+	// dir), so logins and logouts outlive a restart and hold for every
+	// backend of the data dir; empty: in memory, for this Server only.
+	StateDir string
+	// now replaces time.Now for login cookies and throttling (tests).
+	now func() time.Time
 	// pusher replaces the notifier of NotifyURL (tests).
 	pusher pusher
 	// recheck replaces defaultRecheck (tests).
 	recheck time.Duration
-	// MaxBody is the largest single event body in bytes (0: 4 MiB); a batch
-	// body may be 8 times that (0: 32 MiB).
-	MaxBody int64
-	Logger  *slog.Logger // nil: discard
+	// MaxEventBytes is the largest event in bytes, posted alone or in a
+	// batch, and the largest body of any other request (0: DefaultMaxEvent);
+	// MaxBatchBytes the largest batch body (0:
+	// DefaultMaxBatch; at least MaxEventBytes). Bodies in flight are capped
+	// at 4 × MaxBatchBytes (limits.go).
+	MaxEventBytes, MaxBatchBytes int64
+	// MaxStreamsPerToken is how many live streams (SSE) one credential may
+	// hold open at once (0: DefaultMaxStreams).
+	MaxStreamsPerToken int
+	// Tests shorten these (limits.go has the defaults).
+	budgetWait, bodyFloor time.Duration
+	bodyRate, maxInFlight int64
+	Logger                *slog.Logger // nil: discard
 	// Registry receives the server's metrics. Nil: a new registry with the Go
 	// and process collectors. /metrics serves Registry when it is also a
 	// prometheus.Gatherer (a *prometheus.Registry is), else only our metrics.
@@ -87,16 +105,24 @@ type Server struct {
 	derived     derivedCache
 	tokenFile   string
 	peer        PeerLookup
-	publicURL   string
-	push        pusher      // nil without NotifyURL
-	pushes      chan string // approval IDs for pushLoop; nil without NotifyURL
-	maxEvent    int64
-	maxBatch    int64
-	log         *slog.Logger
-	metrics     *metrics
-	gatherer    prometheus.Gatherer
-	hub         *hub
-	handler     http.Handler
+	hostAddrs   hostAddrs
+	// allowUnchecked is Options.AllowUncheckedLocal.
+	allowUnchecked bool
+	publicURL      string
+	hosts          hostAllowlist // hosts.go
+	login          *loginState   // login.go: cookie key, logouts, throttling
+	pushInput      bool          // Options.NotifyIncludeInput
+	push           pusher        // nil without NotifyURL
+	pushes         chan string   // approval IDs for pushLoop; nil without NotifyURL
+	maxEvent       int64         // Options.MaxEventBytes resolved
+	maxBatch       int64         // Options.MaxBatchBytes resolved
+	lim            limits
+	log            *slog.Logger
+	metrics        *metrics
+	gatherer       prometheus.Gatherer
+	hub            *hub
+	markdown       *markdownRenderer // markdown_cache.go; Shutdown waits for its renders
+	handler        http.Handler
 
 	// heartbeat is defaultHeartbeat; tests shorten it.
 	heartbeat time.Duration
@@ -134,17 +160,15 @@ func New(opts Options) *Server {
 		issued:           opts.Issued,
 		tokenFile:        opts.TokenFile,
 		peer:             opts.Peer,
+		allowUnchecked:   opts.AllowUncheckedLocal,
 		publicURL:        strings.TrimRight(opts.PublicURL, "/"),
+		pushInput:        opts.NotifyIncludeInput,
 		recheck:          defaultRecheck,
-		maxEvent:         opts.MaxBody,
-		maxBatch:         opts.MaxBody * batchFactor,
 		log:              opts.Logger,
 		heartbeat:        defaultHeartbeat,
 		sseFlushInterval: 200 * time.Millisecond,
 	}
-	if s.maxEvent <= 0 {
-		s.maxEvent, s.maxBatch = DefaultMaxEvent, DefaultMaxBatch
-	}
+	s.maxEvent, s.maxBatch, s.lim = newLimits(opts)
 	if s.tokens == nil {
 		s.tokens = func() []config.Secret { return nil }
 	}
@@ -157,9 +181,12 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.hosts = newHostAllowlist(opts.AllowedHosts, s.publicURL)
+	s.login = newLoginState(opts, s.publicURL, s.log)
 	s.metrics, s.gatherer = newMetrics(opts.Registry)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hub = newHub(s.ctx, s.store, s.log)
+	s.markdown = newMarkdownRenderer()
 	if opts.recheck > 0 {
 		s.recheck = opts.recheck
 	}
@@ -192,6 +219,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() {
 		s.hub.wait()
 		s.bg.Wait()
+		s.markdown.close() // renders running, each bounded by the render budget
 		close(done)
 	}()
 	select {
@@ -232,7 +260,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/approvals/{id}/decision", s.handleDecision)
 
 	dashboard.Register(mux)
-	return s.logRequests(s.authenticate(mux))
+	return s.logRequests(s.checkHost(s.limitBodies(s.authenticate(mux))))
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {

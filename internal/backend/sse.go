@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -92,12 +93,18 @@ func (s *Server) streamContext(r *http.Request) (context.Context, context.Cancel
 	return ctx, func() { stop(); cancel() }
 }
 
-// openStream subscribes to one session's notifications ("" for all),
-// starts the SSE response and counts the client. sw is nil when the stream
-// could not start (the response is then written); done releases it all.
+// openStream counts the stream against its credential's limit, subscribes
+// to one session's notifications ("" for all), starts the SSE response and
+// counts the client. sw is nil when the stream could not start (the
+// response is then written); done releases it all.
 func (s *Server) openStream(w http.ResponseWriter, r *http.Request, session, label string) (*subscriber, context.Context, *sseWriter, func()) {
+	release, ok := s.takeStream(w, r)
+	if !ok {
+		return nil, nil, nil, nil
+	}
 	sub := s.hub.subscribe(session)
 	if sub == nil {
+		release()
 		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
 		return nil, nil, nil, nil
 	}
@@ -108,6 +115,7 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, session, lab
 		gauge.Dec()
 		cancel()
 		s.hub.unsubscribe(sub)
+		release()
 	}
 	sw, err := startSSE(w)
 	if err != nil {
@@ -115,6 +123,25 @@ func (s *Server) openStream(w http.ResponseWriter, r *http.Request, session, lab
 		return nil, nil, nil, nil
 	}
 	return sub, ctx, sw, done
+}
+
+// takeStream counts one more live stream of the request's credential; at
+// the limit it answers 429 and ok is false. Each stream costs goroutines
+// and a store reader for as long as it is open, so one token (or a leaked
+// one) cannot open them without bound.
+func (s *Server) takeStream(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	var id, name string
+	if p := principalOf(r); p != nil {
+		id, name = p.id, p.name
+	}
+	release, ok = s.lim.streams.take(id)
+	if !ok {
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
+			"token %q has %d live streams open, the limit (%s); close dashboard tabs it has open, or raise the limit",
+			name, s.lim.streams.max, keyMaxStreams))
+	}
+	return release, ok
 }
 
 // handleSessionStream is GET /api/sessions/{id}/stream: every event after

@@ -26,6 +26,8 @@ const (
 	reasonIdempotency   = "idempotency_mismatch"
 	reasonTooLarge      = "too_large"
 	reasonBatch         = "bad_batch"
+	reasonBusy          = "busy"      // no room under the cap on bytes in flight
+	reasonSlowBody      = "slow_body" // the body missed its read deadline
 	reasonStoreFailure  = "store_error"
 	maxIDLen            = 256
 	maxEventTypeLen     = 256
@@ -35,7 +37,7 @@ const (
 var allReasons = []string{
 	reasonBadJSON, reasonBadSessionID, reasonSessionID, reasonInteraction, reasonEventID, reasonSeq, reasonEventType,
 	reasonEventData, reasonTimestamp, reasonSource, reasonIdempotency, reasonTooLarge, reasonBatch,
-	reasonStoreFailure,
+	reasonBusy, reasonSlowBody, reasonStoreFailure,
 }
 
 // RejectError is why an event was refused: Reason is a stable code (the
@@ -43,12 +45,22 @@ var allReasons = []string{
 type RejectError struct {
 	Reason string
 	Msg    string
+	// Limit is the byte limit a too_large refusal hit (413 bodies carry it
+	// as "limit", so a client can size what it sends); 0 otherwise.
+	Limit int64
 }
 
 func (e *RejectError) Error() string { return e.Msg }
 
 func reject(reason, format string, args ...any) *RejectError {
 	return &RejectError{Reason: reason, Msg: fmt.Sprintf(format, args...)}
+}
+
+// tooLarge is a too_large refusal of something over limit bytes.
+func tooLarge(limit int64, format string, args ...any) *RejectError {
+	e := reject(reasonTooLarge, format, args...)
+	e.Limit = limit
+	return e
 }
 
 // wireEvent is the posted envelope (CONTRACT §6). Seq and Timestamp stay raw

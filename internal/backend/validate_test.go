@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -49,12 +50,17 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte(`{"other":1,"events":[]}`))
 	f.Add([]byte(`{"events":[{"seq":"1"}]} `))
 	f.Add([]byte(`[]`))
-	s := New(Options{Store: memstore.New(), MaxBody: 512})
+	s := New(Options{Store: memstore.New(), MaxEventBytes: 512, MaxBatchBytes: 4096})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		results, valid, index, rerr := s.decodeBatch(body, "s1")
+		d := s.newBatchDecoder(httptest.NewRecorder(), httptest.NewRequest("POST", "/", bytes.NewReader(body)), "s1")
+		status, rerr := d.decode()
 		if rerr != nil {
+			if status < 400 || (status == 413) != (rerr.Limit > 0 || rerr.Reason == reasonTooLarge) {
+				t.Fatalf("status %d for %+v", status, rerr)
+			}
 			return
 		}
+		results, valid, index := d.results, d.valid, d.index
 		if len(results) == 0 || len(valid) != len(index) {
 			t.Fatalf("%d results, %d valid, %d index", len(results), len(valid), len(index))
 		}

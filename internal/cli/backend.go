@@ -19,7 +19,7 @@ func (a *App) backend(ctx context.Context) (*backendConn, error) {
 	if c.Backend.URL != "" {
 		return &backendConn{URL: c.Backend.URL}, nil
 	}
-	tok, err := a.serveToken()
+	tok, err := a.helperToken()
 	if err != nil {
 		return nil, err
 	}
@@ -27,14 +27,46 @@ func (a *App) backend(ctx context.Context) (*backendConn, error) {
 		a.log.Debug("using the running serve", "url", info.URL)
 		return &backendConn{URL: info.URL, Dashboard: info.URL, Token: tok}, nil
 	}
-	return localbackend.StartEmbedded(ctx, a.localBackendOptions(c.Serve.DB, tok))
+	serveTok, err := a.serveToken()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := localbackend.StartEmbedded(ctx, a.localBackendOptions(c.Serve.DB, serveTok))
+	if err != nil {
+		return nil, err
+	}
+	conn.Token = tok
+	return conn, nil
+}
+
+// helperToken is what this data dir's helpers post with: backend.token
+// when set, else the data dir's generated helper token (ingest and
+// decisions only: it can neither read sessions nor decide).
+func (a *App) helperToken() (config.Secret, error) {
+	if t := a.loaded.Config.Backend.Token; t != "" {
+		return t, nil
+	}
+	return localbackend.HelperToken(a.loaded.Config.DataDir)
 }
 
 // localBackendOptions configures the data dir's backend, embedded or
 // served, on db, accepting tok besides the serve tokens of the moment.
 func (a *App) localBackendOptions(db string, tok config.Secret) localbackend.Options {
-	return localbackend.Options{DB: db, Token: tok, TokenFile: a.serveTokenPath(), Tokens: a.live.ServeTokens, Logger: a.log,
-		Issued: tokens.Open(tokens.Path(a.loaded.Config.DataDir))}
+	o := localbackend.Options{DB: db, Token: tok, TokenFile: a.serveTokenPath(), Tokens: a.live.ServeTokens, Logger: a.log,
+		Issued:              tokens.Open(tokens.Path(a.loaded.Config.DataDir)),
+		AllowUncheckedLocal: a.loaded.Config.Serve.AllowUncheckedLocalDecisions}
+	serveLimits(&o, a.loaded.Config)
+	// Login key and logouts, and the security review's serve keys.
+	o.DataDir = a.loaded.Config.DataDir
+	o.AllowedHosts, o.NotifyIncludeInput = a.loaded.Config.Serve.AllowedHosts, a.loaded.Config.Serve.NotifyIncludeInput
+	if a.loaded.Config.Backend.Token == "" {
+		if h, err := localbackend.HelperToken(a.loaded.Config.DataDir); err == nil {
+			o.HelperToken = h
+		} else {
+			a.log.Warn("cannot create the data dir's helper token; helpers of this data dir will not reach this backend", "err", err)
+		}
+	}
+	return o
 }
 
 // serveTokenPath is where serveToken's token lives, for the login page's

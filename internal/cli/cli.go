@@ -55,7 +55,13 @@ type App struct {
 
 // Main runs claude-relay with args and returns the exit status.
 func Main(args []string) int {
-	app := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: os.LookupEnv, Environ: os.Environ,
+	hardenProcess(os.Stderr)
+	lookup, err := tokenFromFD(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "claude-relay:", err)
+		return exitUsage
+	}
+	app := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: lookup, Environ: os.Environ,
 		Getwd: os.Getwd, Signals: notify}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

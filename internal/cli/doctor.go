@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +20,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/discovery"
 	"github.com/claude-relay/claude-relay/internal/logging"
+	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 type doctorOptions struct {
@@ -365,11 +368,11 @@ func checkBackend(ctx context.Context, a *App) finding {
 			return f
 		}
 		base = info.URL
-		if t, err := a.serveToken(); err == nil {
+		if t, err := a.helperToken(); err == nil {
 			tok = t.Reveal()
 		}
 	}
-	get := func(path string, auth bool) (int, error) {
+	get := func(path string, auth bool, into any) (int, error) {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		req, err := http.NewRequestWithContext(rctx, http.MethodGet, base+path, nil)
@@ -389,15 +392,27 @@ func checkBackend(ctx context.Context, a *App) finding {
 			}
 			return 0, err
 		}
-		resp.Body.Close()
+		defer resp.Body.Close()
+		if into != nil && resp.StatusCode == http.StatusOK {
+			if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(into); err != nil {
+				return resp.StatusCode, fmt.Errorf("%s%s answered 200 with a body that is not a claude-relay backend's: %w", base, path, err)
+			}
+		}
 		return resp.StatusCode, nil
 	}
-	if _, err := get("/healthz", false); err != nil {
+	if _, err := get("/healthz", false, nil); err != nil {
 		f.problem = fmt.Sprintf("%s is not reachable: %v", base, err)
 		f.fix = "start it (`claude-relay serve`) or correct backend.url; events wait in the spool meanwhile"
 		return f
 	}
-	code, err := get("/api/sessions", true)
+	// whoami needs only a valid token, so a helper's narrow token (ingest
+	// and decisions) passes, and it says what the token may do.
+	var who struct {
+		Name   string         `json:"name"`
+		Scopes []tokens.Scope `json:"scopes"`
+	}
+	code, err := get("/api/whoami", true, &who)
+	set := tokens.SetOf(who.Scopes)
 	switch {
 	case err != nil:
 		f.problem, f.fix = fmt.Sprintf("%s: %v", base, err), "check that backend.url is the backend's base URL"
@@ -407,8 +422,17 @@ func checkBackend(ctx context.Context, a *App) finding {
 	case code >= 400:
 		f.problem = fmt.Sprintf("%s answered HTTP %d", base, code)
 		f.fix = "check that backend.url points at a claude-relay backend"
+	case len(who.Scopes) == 0:
+		f.problem = fmt.Sprintf("%s/api/whoami named no scopes for the token: not a claude-relay backend, or one too old", base)
+		f.fix = "check that backend.url points at a claude-relay backend (claude-relay serve)"
+	case !set.Has(tokens.Ingest):
+		f.problem = fmt.Sprintf("%s accepts the token %q but it may not post events (scopes: %s)", base, who.Name, set)
+		f.fix = "give helpers a token with the ingest scope: claude-relay token create --scope ingest,decisions"
+	case set.Has(tokens.Approve):
+		f.detail = fmt.Sprintf("%s reachable, token %q accepted (scopes: %s); it can approve, and every tool a run starts can read "+
+			"what the helper can: prefer a token with --scope ingest,decisions for helpers", base, who.Name, set)
 	default:
-		f.detail = base + " reachable, token accepted"
+		f.detail = fmt.Sprintf("%s reachable, token %q accepted (scopes: %s)", base, who.Name, set)
 	}
 	return f
 }

@@ -75,11 +75,12 @@ func goraceEnv() string {
 	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
 
-func startExtension(t *testing.T, dir string, env []string) *extProc {
+func startExtension(t *testing.T, dir string, env []string, extraFiles ...*os.File) *extProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "extension")
 	cmd.Env = env
 	cmd.Dir = dir
+	cmd.ExtraFiles = extraFiles // the first is fd 3
 	p := &extProc{t: t, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{}), changed: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	var err error

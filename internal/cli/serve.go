@@ -101,5 +101,12 @@ func runServe(ctx context.Context, a *App, o serveOptions) error {
 	return backend.Serve(ctx, ln, srv)
 }
 
+// serveLimits sets the backend's limits from c, for serve and the embedded
+// default alike (localBackendOptions).
+func serveLimits(o *localbackend.Options, c *config.Config) {
+	o.MaxEventBytes, o.MaxBatchBytes = c.Serve.MaxEventBytes, c.Serve.MaxBatchBytes
+	o.MaxStreamsPerToken = c.Serve.MaxStreamsPerToken
+}
+
 // redactDB hides a database URL's password for display.
 func redactDB(db string) string { return config.RedactURL(db) }

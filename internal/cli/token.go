@@ -54,11 +54,12 @@ func newTokenCreateCmd(a *App) *cobra.Command {
 			"TOKEN=$(claude-relay token create --scope read) works). It is not shown again: only\n" +
 			"its hash is stored. The name says who decided an approval (\"dashboard:NAME\").",
 		Example: "  claude-relay token create --scope approve --name phone\n" +
+			"  claude-relay token create --scope helper --name laptop   # ingest and decisions: what a helper needs\n" +
 			"  claude-relay token create --scope ingest,read --name ci",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runTokenCreate(a, o, time.Now()) },
 	}
-	cmd.Flags().StringSliceVar(&o.scopes, "scope", nil, "a scope: ingest, read, approve or admin (repeat, or separate with commas)")
+	cmd.Flags().StringSliceVar(&o.scopes, "scope", nil, "a scope: ingest, decisions, read, approve, admin, or helper for ingest and decisions (repeat, or separate with commas)")
 	cmd.Flags().StringVar(&o.name, "name", "", "a name for the token (default: token-ID)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the token and its record as JSON")
 	return cmd

@@ -31,7 +31,10 @@ func (r *restartable) start() {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, r.db)
 	must(r.t, err)
-	srv := backend.New(backend.Options{Store: st, Tokens: func() []config.Secret { return []config.Secret{token} }})
+	// The data dir keeps the login key, so the browser's login outlives
+	// the restart as it does with serve.
+	srv := backend.New(backend.Options{Store: st, Tokens: func() []config.Secret { return []config.Secret{token} },
+		StateDir: filepath.Dir(r.db)})
 	var ln net.Listener
 	// The port was ours a moment ago; another test may grab it between
 	// stop and start only by accident, so a few tries are enough.

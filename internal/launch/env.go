@@ -38,12 +38,36 @@ func (d Dropped) String() string {
 		"and a value without NUL; rename or fix it in %s", d.From, d.Name, d.From)
 }
 
+// relaySecretWords mark the names of claude-relay's own variables that
+// hold a credential or lead to one (backend.token, backend.token_file,
+// serve.tokens, serve.notify_url, a serve.db URL with its password, the
+// token's file descriptor).
+var relaySecretWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "NOTIFY", "SERVE_DB", "CREDENTIAL"}
+
+// RelaySecret reports whether name is a CLAUDE_RELAY_ variable that must
+// not reach the CLI: every tool the agent runs, the model's context and the
+// transcripts would see it, and an agent holding the backend's token could
+// post to its record (SECURITY.md).
+func RelaySecret(name string) bool {
+	rest, ok := strings.CutPrefix(strings.ToUpper(name), "CLAUDE_RELAY_")
+	if !ok {
+		return false
+	}
+	for _, w := range relaySecretWords {
+		if strings.Contains(rest, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // Build layers the environment and returns it sorted, with the run marker
 // last, and the Config and Run entries it dropped (Base comes from the
 // operating system, whose odd entries such as Windows' "=C:" ones are left
 // out without a word, as they were never ours to pass on). CLAUDECODE is
 // dropped so a helper started inside a Claude Code terminal does not trip
-// the CLI's nested-session refusal.
+// the CLI's nested-session refusal, and inherited claude-relay secrets
+// (RelaySecret) so that no tool of the run can read them.
 func (e Env) Build() ([]string, []Dropped) {
 	type entry struct{ value, from string }
 	env := map[string]entry{}
@@ -62,6 +86,11 @@ func (e Env) Build() ([]string, []Dropped) {
 	}
 	delete(env, "CLAUDECODE")
 	delete(env, proc.MarkerEnv)
+	for k, en := range env {
+		if en.from == "" && RelaySecret(k) {
+			delete(env, k) // inherited only: claude.env and the run's env are the user's own choice
+		}
+	}
 	if e.RemoveAPIKey {
 		delete(env, "ANTHROPIC_API_KEY")
 	}

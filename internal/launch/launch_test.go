@@ -154,3 +154,29 @@ func FuzzProgram(f *testing.F) {
 		}
 	})
 }
+
+// TestBuildDropsRelaySecrets: claude-relay's own credentials inherited from
+// the helper never reach the CLI (every tool would see them); other
+// CLAUDE_RELAY_ variables, and what claude.env or the run set on purpose,
+// do.
+func TestBuildDropsRelaySecrets(t *testing.T) {
+	base := []string{
+		"CLAUDE_RELAY_BACKEND_TOKEN=t1", "CLAUDE_RELAY_BACKEND_TOKEN_FILE=/f", "CLAUDE_RELAY_BACKEND_TOKEN_FD=3",
+		"CLAUDE_RELAY_SERVE_TOKENS=t2", "CLAUDE_RELAY_SERVE_NOTIFY_URL=https://ntfy/x", "CLAUDE_RELAY_SERVE_DB=postgres://u:p@h/db",
+		"claude_relay_backend_token=t3", "CLAUDE_RELAY_DATA_DIR=/d", "CLAUDE_RELAY_BACKEND_URL=http://b", "ANTHROPIC_API_KEY=k",
+		"PATH=/bin",
+	}
+	env, _ := Env{Base: base, Config: map[string]string{"CLAUDE_RELAY_MY_KEY": "chosen"}, RunID: "r"}.Build()
+	got := strings.Join(env, "\n")
+	for _, gone := range []string{"t1", "/f", "TOKEN_FD", "t2", "ntfy", "postgres", "t3"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("the CLI's environment holds %q:\n%s", gone, got)
+		}
+	}
+	for _, kept := range []string{"CLAUDE_RELAY_DATA_DIR=/d", "CLAUDE_RELAY_BACKEND_URL=http://b", "ANTHROPIC_API_KEY=k",
+		"PATH=/bin", "CLAUDE_RELAY_MY_KEY=chosen"} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("the CLI's environment lacks %q:\n%s", kept, got)
+		}
+	}
+}

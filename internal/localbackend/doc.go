@@ -6,10 +6,14 @@
 // in serve.json (Acquire, Lock.Advertise). Commands that need a backend and
 // have none configured look for that serve (Find) and, finding none, start
 // the embedded default in their own process (StartEmbedded). Both accept the
-// data dir's generated token, serve.token (Token), besides the configured
-// serve tokens. That token, named "default", carries the scopes ingest and
-// read only (package tokens): helpers post and poll with it, and an agent
-// that reads it from disk still cannot approve.
+// data dir's two generated tokens besides the configured serve tokens:
+// serve.token (Token), named "default", with the scopes ingest and read,
+// which people log in to the dashboard with; and helper.token
+// (HelperToken), named "helper", with ingest and decisions only, which
+// helpers post and poll with: it reads no session and decides nothing.
+// Neither can approve. Both are 0600 files of the user the agent runs as,
+// so they keep nothing from the agent (SECURITY.md); they keep other users
+// out, and narrow what a token copied elsewhere can do.
 //
 // Only the lock is trusted: the kernel drops it when its process dies, while
 // a SIGKILLed serve leaves its serve.json behind. serve.json counts only

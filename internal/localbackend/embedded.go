@@ -11,17 +11,11 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/backend"
-	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
-
-// MaxEventBytes is the backend's limit for one event: as large as the
-// longest CLI line the helper accepts, so the project's own backend never
-// refuses (and dead-letters) an event the helper took.
-const MaxEventBytes = ndjson.DefaultMax
 
 // Options configure the reference backend of a data dir, embedded or served.
 type Options struct {
@@ -30,14 +24,35 @@ type Options struct {
 	// accepted, with the scopes ingest and read only (CONTRACT §10: the
 	// token the helper posts with cannot approve).
 	Token     config.Secret
-	TokenFile string                     // where Token lives, named on the login page; "" for a configured token
-	Tokens    func() []config.ServeToken // the serve tokens configured now, asked on every request; nil: none
+	TokenFile string // where Token lives, named on the login page; "" for a configured token
+	// HelperToken is the data dir's helper token (HelperToken), accepted
+	// with tokens.Helper's scopes; "" none.
+	HelperToken config.Secret
+	Tokens      func() []config.ServeToken // the serve tokens configured now, asked on every request; nil: none
 	// Issued is the data dir's file of tokens made by `claude-relay token
 	// create` (tokens.Path); nil: none.
 	Issued    *tokens.File
-	NotifyURL string       // serve.notify_url; "" none
-	PublicURL string       // serve.public_url, else where serve listens; "" none
-	Logger    *slog.Logger // nil: discard
+	NotifyURL string // serve.notify_url; "" none
+	// AllowUncheckedLocal is serve.allow_unchecked_local_decisions.
+	AllowUncheckedLocal bool
+	PublicURL           string       // serve.public_url, else where serve listens; "" none
+	Logger              *slog.Logger // nil: discard
+	// MaxEventBytes, MaxBatchBytes and MaxStreamsPerToken are
+	// serve.max_event_bytes, serve.max_batch_bytes and
+	// serve.max_streams_per_token (0: the backend's defaults). An event
+	// over the limit is not lost: the forwarder keeps it whole in its
+	// dead-letter file and posts a stand-in in its place.
+	MaxEventBytes, MaxBatchBytes int64
+	MaxStreamsPerToken           int
+	// DataDir keeps the dashboard login's key and logouts (shared by the
+	// data dir's backends, kept across restarts); "" keeps them in memory.
+	// NewServer warns when it, or the SQLite database's directory, is open
+	// to other users.
+	DataDir string
+	// AllowedHosts is serve.allowed_hosts; NotifyIncludeInput is
+	// serve.notify_include_input.
+	AllowedHosts       []string
+	NotifyIncludeInput bool
 }
 
 // Conn is the backend a command talks to: a configured one, the data dir's
@@ -72,14 +87,20 @@ func OpenStore(ctx context.Context, db string) (store.Store, error) {
 // NewServer is the reference backend on st as o configures it, for `serve`
 // and the embedded default alike.
 func NewServer(st store.Store, o Options) *backend.Server {
-	return backend.New(backend.Options{Store: st, Logger: o.Logger, MaxBody: MaxEventBytes, TokenFile: o.TokenFile,
+	warnLooseDirs(o)
+	return backend.New(backend.Options{Store: st, Logger: o.Logger, TokenFile: o.TokenFile,
+		StateDir: o.DataDir, AllowedHosts: o.AllowedHosts, NotifyIncludeInput: o.NotifyIncludeInput,
+		MaxEventBytes: o.MaxEventBytes, MaxBatchBytes: o.MaxBatchBytes, MaxStreamsPerToken: o.MaxStreamsPerToken,
 		ServeTokens: func() []config.ServeToken { return acceptedTokens(o) },
-		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL})
+		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL, AllowUncheckedLocal: o.AllowUncheckedLocal})
 }
 
 // defaultTokenName names the data dir's token in the record of who did
 // what.
 const defaultTokenName = "default"
+
+// helperTokenName names the data dir's helper token likewise.
+const helperTokenName = "helper"
 
 // acceptedTokens are o's serve tokens of the moment and o.Token, which
 // carries the default scopes (ingest, read).
@@ -94,7 +115,11 @@ func acceptedTokens(o Options) []config.ServeToken {
 	}
 	// Clipped: appending in place would write into the caller's array,
 	// which other requests read at the same time.
-	return append(slices.Clip(live), config.ServeToken{Name: name, Token: o.Token})
+	out := append(slices.Clip(live), config.ServeToken{Name: name, Token: o.Token})
+	if o.HelperToken != "" {
+		out = append(out, config.ServeToken{Name: helperTokenName, Token: o.HelperToken, Scopes: tokens.Helper})
+	}
+	return out
 }
 
 // StartEmbedded runs the reference backend in this process on a loopback

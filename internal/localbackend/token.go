@@ -14,19 +14,33 @@ import (
 
 // Files in the data dir that tie `serve` and the embedded default together.
 const (
-	TokenFile = "serve.token" // the generated token both accept
-	InfoFile  = "serve.json"  // where the data dir's serve listens
-	LockFile  = "serve.lock"  // flocked by the data dir's one serve; holds its pid
+	TokenFile = "serve.token" // the generated token both accept (ingest, read: people log in with it)
+	// HelperTokenFile is the generated token the data dir's helpers post
+	// with: ingest and decisions only, so it reads no session and decides
+	// nothing (tokens.Helper).
+	HelperTokenFile = "helper.token"
+	InfoFile        = "serve.json" // where the data dir's serve listens
+	LockFile        = "serve.lock" // flocked by the data dir's one serve; holds its pid
 )
 
 // TokenPath is where dataDir's generated token lives.
 func TokenPath(dataDir string) string { return filepath.Join(dataDir, TokenFile) }
 
+// HelperTokenPath is where dataDir's generated helper token lives.
+func HelperTokenPath(dataDir string) string { return filepath.Join(dataDir, HelperTokenFile) }
+
 // Token returns dataDir's generated token, creating it (0600) if it is
-// missing or empty. The file appears whole (written aside, then linked into
-// place), so a helper starting at the same moment never reads half a token.
-func Token(dataDir string) (config.Secret, error) {
-	path := TokenPath(dataDir)
+// missing or empty.
+func Token(dataDir string) (config.Secret, error) { return tokenAt(TokenPath(dataDir)) }
+
+// HelperToken returns dataDir's generated helper token, creating it (0600)
+// if it is missing or empty.
+func HelperToken(dataDir string) (config.Secret, error) { return tokenAt(HelperTokenPath(dataDir)) }
+
+// tokenAt reads the token at path, creating it if missing or empty. The
+// file appears whole (written aside, then linked into place), so a helper
+// starting at the same moment never reads half a token.
+func tokenAt(path string) (config.Secret, error) {
 	for range 20 {
 		if b, err := os.ReadFile(path); err == nil {
 			if tok := strings.TrimSpace(string(b)); tok != "" {

@@ -1,6 +1,7 @@
 // Package logging builds the slog logger every command uses: text or JSON on
 // stderr, a level that can change at run time, and a handler that redacts
-// every configured secret from messages and attributes, whatever their shape.
+// secrets from messages and attributes (package redact): every configured
+// secret long enough to tell from a word, and every credential-shaped word.
 package logging
 
 import (
@@ -8,11 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
+
+	"github.com/claude-relay/claude-relay/internal/redact"
 )
 
 // Redacted replaces a secret wherever it appears.
-const Redacted = "***"
+const Redacted = redact.Mask
 
 // New returns a logger writing to w in format "text" or "json". secrets is
 // called for each record so that a reloaded token is redacted at once.
@@ -42,12 +44,10 @@ func NewRedactor(next slog.Handler, secrets func() []string) *Redactor {
 // Enabled implements slog.Handler.
 func (r *Redactor) Enabled(ctx context.Context, l slog.Level) bool { return r.next.Enabled(ctx, l) }
 
-// Handle implements slog.Handler.
+// Handle implements slog.Handler. Every record is rewritten, with or
+// without configured secrets: a credential-shaped word needs none.
 func (r *Redactor) Handle(ctx context.Context, rec slog.Record) error {
 	secrets := r.current()
-	if len(secrets) == 0 {
-		return r.next.Handle(ctx, rec)
-	}
 	out := slog.NewRecord(rec.Time, rec.Level, Redact(rec.Message, secrets), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(redactAttr(a, secrets))
@@ -108,12 +108,7 @@ func redactAttr(a slog.Attr, secrets []string) slog.Attr {
 	}
 }
 
-// Redact replaces every non-empty secret in s.
-func Redact(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" && strings.Contains(s, sec) {
-			s = strings.ReplaceAll(s, sec, Redacted)
-		}
-	}
-	return s
-}
+// Redact replaces in s every secret at least redact.MinSecretLen long (a
+// shorter one would mangle ordinary words) and every credential-shaped
+// word (redact.Text).
+func Redact(s string, secrets []string) string { return redact.Text(s, secrets) }

@@ -36,11 +36,11 @@ func TestNoSecretReachesTheOutput(t *testing.T) {
 
 func TestSecretsAreReadPerRecord(t *testing.T) {
 	var buf bytes.Buffer
-	secrets := []string{"old"}
+	secrets := []string{"old-secret-1234"}
 	log := New(&buf, "text", slog.LevelInfo, func() []string { return secrets })
-	secrets = []string{"new"}
-	log.Info("token new")
-	if strings.Contains(buf.String(), "token new") {
+	secrets = []string{"new-secret-5678"}
+	log.Info("token new-secret-5678")
+	if strings.Contains(buf.String(), "new-secret-5678") {
 		t.Errorf("reloaded secret not redacted: %s", buf.String())
 	}
 }
@@ -54,5 +54,40 @@ func TestLevelVarChangesAtRunTime(t *testing.T) {
 	log.Debug("shown")
 	if strings.Contains(buf.String(), "hidden") || !strings.Contains(buf.String(), "shown") {
 		t.Errorf("output %q", buf.String())
+	}
+}
+
+// TestShortSecretsAreNotRedacted: a configured secret too short to tell
+// from a word (a token "a") leaves the log readable: it once turned every
+// "backend" into "b***ckend".
+func TestShortSecretsAreNotRedacted(t *testing.T) {
+	var buf bytes.Buffer
+	log := New(&buf, "text", slog.LevelInfo, func() []string { return []string{"a", "backend"} })
+	log.Info("backend: serving", "addr", "127.0.0.1:8787", "state", "ready")
+	if out := buf.String(); strings.Contains(out, Redacted) || !strings.Contains(out, "backend: serving") {
+		t.Errorf("short secrets redacted:\n%s", out)
+	}
+}
+
+// TestCredentialShapesAreRedacted: secrets nobody configured, in messages,
+// attributes, errors and groups, are redacted by their shape, and what
+// names them stays.
+func TestCredentialShapesAreRedacted(t *testing.T) {
+	const gh = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	var buf bytes.Buffer
+	log := New(&buf, "json", slog.LevelInfo, nil)
+	log.Info("running GITHUB_TOKEN="+gh+" mysql -u root -pHunter2 shop",
+		"err", errors.New("dial postgres://relay:pa55word@db/relay: refused"),
+		slog.Group("req", "header", "Authorization: Bearer abcdefgh12345678"))
+	out := buf.String()
+	for _, leak := range []string{gh, "Hunter2", "pa55word", "abcdefgh12345678"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("%q leaked:\n%s", leak, out)
+		}
+	}
+	for _, kept := range []string{"GITHUB_TOKEN=***", "-p***", "relay:***@db", "Bearer ***"} {
+		if !strings.Contains(out, kept) {
+			t.Errorf("want %q in:\n%s", kept, out)
+		}
 	}
 }

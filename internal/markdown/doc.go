@@ -35,8 +35,16 @@
 //
 // # Bounds
 //
-// Text over MaxInput renders as escaped plain text in a <pre> without being
-// parsed, and code blocks over maxHighlight are not highlighted: Markdown
-// parsing and highlighting are fast but not free, and a 2 MiB tool dump
-// pasted as text would cost every viewer of the session.
+// Goldmark is linear on the Markdown people write but quadratic on some
+// hostile text (250 KB of ">" took 31 s), and cannot be stopped once it
+// parses. So Render first reads the text once against a budget
+// (budget.go): its size (MaxInput), the containers open on a line, and
+// the work goldmark would spend on unclosed links, emphasis, nested
+// brackets, code spans, reference definitions and table cells. Text over
+// any of it is shown escaped in a <pre>, unparsed; so is a render whose
+// HTML outgrows maxOutput (limit.go). Code blocks over maxHighlight are
+// not highlighted. Pool runs renders in at most GOMAXPROCS goroutines, each
+// caller waiting for one as long as its context allows and for the render
+// until a deadline, after which it gets the escaped text and the render,
+// bounded by the budget, finishes for whoever caches it.
 package markdown

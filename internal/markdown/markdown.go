@@ -1,7 +1,6 @@
 package markdown
 
 import (
-	"bytes"
 	"html"
 	"net/url"
 	"regexp"
@@ -13,11 +12,6 @@ import (
 	"github.com/yuin/goldmark/renderer"
 	"github.com/yuin/goldmark/util"
 )
-
-// MaxInput is the largest text Render parses as Markdown, in bytes. Longer
-// text is shown escaped in a <pre>, unparsed: rendering costs time on every
-// view, and text that long is a pasted dump rather than prose.
-const MaxInput = 256 << 10
 
 // Renderer turns Markdown into sanitised HTML. It is safe for concurrent
 // use; build one with New and keep it.
@@ -44,20 +38,34 @@ func New() *Renderer {
 	return &Renderer{md: md, policy: policy()}
 }
 
-// Render returns text as sanitised HTML. It never fails: text it cannot
-// render comes back escaped in a <pre>.
+// Render returns text as sanitised HTML. It never fails: text over the
+// render budget (budget.go), or that goldmark fails or panics on, comes
+// back escaped in a <pre>. It has no deadline (goldmark cannot be
+// stopped mid-parse); Pool adds one.
 func (r *Renderer) Render(text string) string {
-	if len(text) > MaxInput {
+	if overBudget(text) != "" {
 		return plain(text)
 	}
-	var buf bytes.Buffer
-	if err := r.md.Convert([]byte(text), &buf); err != nil {
-		return plain(text)
-	}
-	return r.policy.Sanitize(buf.String())
+	return r.render(text)
 }
 
-// plain is text as escaped HTML in a <pre>, for text too long to render.
+// render is Render without the budget's pre-scan. A panic in goldmark or
+// chroma on hostile text costs that text its Markdown, not the process:
+// Pool renders on goroutines of its own, where nothing else would recover.
+func (r *Renderer) render(text string) (html string) {
+	defer func() {
+		if p := recover(); p != nil {
+			html = plain(text)
+		}
+	}()
+	w := &limitWriter{max: maxOutput}
+	if err := r.md.Convert([]byte(text), w); err != nil || w.over {
+		return plain(text)
+	}
+	return r.policy.Sanitize(w.String())
+}
+
+// plain is text as escaped HTML in a <pre>, for text not rendered.
 func plain(text string) string {
 	return `<pre class="md-plain">` + html.EscapeString(strings.ToValidUTF8(text, "\uFFFD")) + "</pre>"
 }

@@ -168,6 +168,15 @@ func FuzzRender(f *testing.F) {
 		f.Add(c.Text)
 	}
 	f.Add("# h\n\n```go\nx\n```\n| a |\n|---|\n| b |\n")
+	// The budget's inputs: small ones go through goldmark, full-size ones
+	// hit the limits.
+	for _, c := range pathological {
+		f.Add(c.text(2 << 10))
+		f.Add(c.text(MaxInput))
+	}
+	for _, c := range linear {
+		f.Add(c.text(2 << 10))
+	}
 	r := New()
 	f.Fuzz(func(t *testing.T, s string) {
 		check(t, r.Render(s))

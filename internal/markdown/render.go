@@ -14,7 +14,9 @@ import (
 // carry markup or a URL from the text: raw HTML is written escaped, links
 // keep only http, https and mailto targets, images only inline data (a
 // remote image becomes a link to it, so nothing loads from elsewhere), and
-// fenced code is highlighted. The sanitizer checks the result again.
+// fenced code is highlighted. The sanitizer checks the result again. Each
+// stops the walk once the output is over its budget (limit.go): these are
+// the nodes that can write much more than their text.
 type safeRenderer struct {
 	code *highlighter
 }
@@ -33,6 +35,9 @@ func (r *safeRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
 
 // rawHTML writes inline HTML as the characters written.
 func (r *safeRenderer) rawHTML(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if over(w) {
+		return ast.WalkStop, errOutput
+	}
 	if !entering {
 		return ast.WalkSkipChildren, nil
 	}
@@ -47,6 +52,9 @@ func (r *safeRenderer) rawHTML(w util.BufWriter, source []byte, node ast.Node, e
 // htmlBlock writes a block of HTML as code: it is markup the model wrote,
 // shown, not interpreted.
 func (r *safeRenderer) htmlBlock(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if over(w) {
+		return ast.WalkStop, errOutput
+	}
 	n := node.(*ast.HTMLBlock)
 	if entering {
 		_, _ = w.WriteString("<pre><code>")
@@ -87,6 +95,9 @@ func writeHref(w util.BufWriter, dest []byte) {
 
 // link writes an allowed link; any other keeps only its text.
 func (r *safeRenderer) link(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if over(w) {
+		return ast.WalkStop, errOutput
+	}
 	n := node.(*ast.Link)
 	if !linkAllowed(n.Destination) {
 		return ast.WalkContinue, nil
@@ -100,6 +111,9 @@ func (r *safeRenderer) link(w util.BufWriter, source []byte, node ast.Node, ente
 }
 
 func (r *safeRenderer) autoLink(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if over(w) {
+		return ast.WalkStop, errOutput
+	}
 	if !entering {
 		return ast.WalkContinue, nil
 	}
@@ -121,6 +135,9 @@ func (r *safeRenderer) autoLink(w util.BufWriter, source []byte, node ast.Node, 
 // image shows inline image data; a remote image becomes a link to it (the
 // page loads nothing from elsewhere), anything else its alt text.
 func (r *safeRenderer) image(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if over(w) {
+		return ast.WalkStop, errOutput
+	}
 	if !entering {
 		return ast.WalkContinue, nil
 	}
@@ -166,6 +183,9 @@ func altText(source []byte, n ast.Node) []byte {
 }
 
 func (r *safeRenderer) fencedCode(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if over(w) {
+		return ast.WalkStop, errOutput
+	}
 	if !entering {
 		return ast.WalkSkipChildren, nil
 	}

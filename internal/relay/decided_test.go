@@ -49,7 +49,8 @@ func TestDashboardAnswer(t *testing.T) {
 	c, spool, rec := newFakeCore(t)
 	late := make(chan error, 1)
 	rec.onApp = func(e Event) {
-		if err := c.Answer("", e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "d-1"}); err != nil {
+		if err := c.Answer("", e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "d-1",
+			InputSHA256: wire.InputDigest(e.Approval.Input)}); err != nil {
 			t.Error(err)
 		}
 		late <- c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionDeny, By: wire.ByExtension})
@@ -79,6 +80,37 @@ func TestDashboardAnswer(t *testing.T) {
 	if len(cancelled) != 1 || cancelled[0].Reason != "already decided by dashboard (phone): allow" ||
 		cancelled[0].Decided == nil || *cancelled[0].Decided != (Decided{By: "dashboard", ByDetail: "dashboard:phone", Decision: "allow"}) {
 		t.Errorf("the front end was told %+v", cancelled)
+	}
+}
+
+// A dashboard decision made on another input than the one the run asked
+// about (the backend showed a forged or altered request) is refused and the
+// approval stays pending; the editor's answer still decides it.
+func TestDashboardAnswerOnAnotherInput(t *testing.T) {
+	c, _, rec := newFakeCore(t)
+	refused := make(chan []error, 1)
+	rec.onApp = func(e Event) {
+		var errs []error
+		for _, digest := range []string{"", wire.InputDigest(json.RawMessage(`{"command":"ls -la"}`))} {
+			errs = append(errs, c.Answer("", e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByDashboard,
+				ByDetail: "dashboard:phone", DecisionID: "d-x", InputSHA256: digest}))
+		}
+		refused <- errs
+		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionDeny, By: wire.ByExtension}); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := c.Start(Request{RunID: "ap", SessionID: "s", Prompt: "approve"}, rec); err != nil {
+		t.Fatal(err)
+	}
+	end := rec.wait(t)
+	for i, err := range <-refused {
+		if !errors.Is(err, ErrBadReply) || !strings.Contains(err.Error(), "not the one this run asked about") {
+			t.Errorf("dashboard decision %d on another input: %v, want ErrBadReply naming the input", i, err)
+		}
+	}
+	if end.End.Result.Stdout == "done" {
+		t.Errorf("the tool ran on a decision made on another input: %+v", end.End.Result)
 	}
 }
 
@@ -143,6 +175,7 @@ func TestFirstAnswerWins(t *testing.T) {
 		defer close(answered)
 		var wg sync.WaitGroup
 		for i, rep := range sides {
+			rep.InputSHA256 = wire.InputDigest(e.Approval.Input)
 			wg.Go(func() { errs[i] = c.Answer(e.RunID, e.Approval.ID, rep) })
 		}
 		wg.Wait()

@@ -39,6 +39,10 @@ type Reply struct {
 	// decision's `by`, e.g. "dashboard:phone") and the backend's decision ID.
 	ByDetail   string
 	DecisionID string
+	// InputSHA256, on a decision made through the backend, is the digest
+	// (wire.InputDigest) of the input its approver was shown: the reply is
+	// refused unless it is the digest of this approval's own input.
+	InputSHA256 string
 }
 
 // ErrBadReply: the reply does not fit its approval, which stays pending.
@@ -52,6 +56,12 @@ func (rep Reply) decision(a *Approval) (executor.Decision, error) {
 	answers, err := wire.CheckReply(a.Kind, a.Options, rep.Decision, rep.UpdatedInput, rep.Answers)
 	if err != nil {
 		return bad("%s", err)
+	}
+	if rep.By == wire.ByDashboard {
+		if own := wire.InputDigest(a.Input); rep.InputSHA256 != own {
+			return bad("it was made on an input (%s) that is not the one this run asked about (%s): what the backend showed "+
+				"was altered or forged, so nothing of it runs", orNone(rep.InputSHA256), own)
+		}
 	}
 	allow := rep.Decision != DecisionDeny && rep.Decision != DecisionKeepPlanning
 	d := executor.Decision{Answers: answers}
@@ -81,4 +91,11 @@ func denials(options []string) []string {
 		}
 	}
 	return out
+}
+
+func orNone(digest string) string {
+	if digest == "" {
+		return "none: a backend older than this helper"
+	}
+	return digest
 }

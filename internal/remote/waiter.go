@@ -367,7 +367,8 @@ func (w *Waiter) apply(ds []wire.RemoteDecision, pending []relay.PendingApproval
 			continue
 		}
 		err := w.o.Core.Answer(run, d.ApprovalID, relay.Reply{Decision: d.Decision, Reason: d.Reason,
-			UpdatedInput: d.UpdatedInput, Answers: d.Answers, By: wire.ByDashboard, ByDetail: d.By, DecisionID: d.DecisionID})
+			UpdatedInput: d.UpdatedInput, Answers: d.Answers, By: wire.ByDashboard, ByDetail: d.By, DecisionID: d.DecisionID,
+			InputSHA256: d.InputSHA256})
 		args := []any{"approval", d.ApprovalID, "run", run, "decision", d.Decision, "by", d.By, "decision_id", d.DecisionID}
 		switch {
 		case err == nil:

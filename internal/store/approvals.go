@@ -64,16 +64,19 @@ func (f Facts) RunEnd() string {
 }
 
 // ApprovalRecord is an approval as its events make it (Approval without
-// Remote, which only Decide sets), with what keeps the fold independent of
-// arrival order:
+// Remote, which only Decide sets). What defines it is decided by arrival
+// order at this backend, never by a field the client sets (the envelope
+// timestamp is the poster's word, and any ingest token can post):
 //
-//   - the request: the earliest relay.approval_requested (envelope
-//     timestamp, then event_id) gives the approval's fields;
-//   - the outcome: the earliest relay.approval_resolved, whatever arrived
-//     before it; else the earliest end of its run (By "cancelled", Reason
-//     "the run ended", at that event's timestamp) when it ended with the
-//     approval pending. A resolution may arrive before its request: the
-//     approval then stays resolved when the request comes.
+//   - the request: the first relay.approval_requested to arrive gives the
+//     approval's fields for good; a later one with another event_id is
+//     ignored (Request reports it as a conflict, which ingest logs), so a
+//     second request cannot rewrite what the approver sees;
+//   - the outcome: the first relay.approval_resolved to arrive, whatever
+//     arrived before it; else the first end of its run (By "cancelled",
+//     Reason "the run ended", at that event's timestamp) when it ended
+//     with the approval pending. A resolution may arrive before its
+//     request: the approval then stays resolved when the request comes.
 type ApprovalRecord struct {
 	Approval
 	Requested    bool   // a relay.approval_requested was seen
@@ -88,10 +91,12 @@ func NewApprovalRecord(id, sessionID string) ApprovalRecord {
 		State: ApprovalPending, Options: []string{}}}
 }
 
-// Request folds a relay.approval_requested in and reports whether the record changed.
-func (r *ApprovalRecord) Request(ev Event, req *wire.ApprovalRequested) bool {
-	if r.Requested && !earlierEvent(ev.Timestamp, ev.EventID, r.RequestedAt, r.RequestEvent) {
-		return false
+// Request folds a relay.approval_requested in and reports whether the
+// record changed. A record that already has its request keeps it; conflict
+// reports whether the ignored request differs from the kept one's event.
+func (r *ApprovalRecord) Request(ev Event, req *wire.ApprovalRequested) (changed, conflict bool) {
+	if r.Requested {
+		return false, ev.EventID != r.RequestEvent
 	}
 	r.Requested, r.RequestEvent = true, ev.EventID
 	r.RunID, r.ToolName, r.Title, r.Kind = req.RunID, clean(req.ToolName), clean(req.Title), clean(req.Kind)
@@ -101,12 +106,13 @@ func (r *ApprovalRecord) Request(ev Event, req *wire.ApprovalRequested) bool {
 		r.Options[i] = clean(o)
 	}
 	r.RequestedAt = ev.Timestamp.UTC()
-	return true
+	return true, false
 }
 
-// Resolve folds a relay.approval_resolved in and reports whether the record changed.
+// Resolve folds a relay.approval_resolved in and reports whether the
+// record changed: the first resolution to arrive stands.
 func (r *ApprovalRecord) Resolve(ev Event, res *wire.ApprovalResolved) bool {
-	if r.Closure == ClosedByEvent && !earlierEvent(ev.Timestamp, ev.EventID, *r.ResolvedAt, r.ClosureEvent) {
+	if r.Closure == ClosedByEvent {
 		return false
 	}
 	if !r.Requested {
@@ -119,10 +125,7 @@ func (r *ApprovalRecord) Resolve(ev Event, res *wire.ApprovalResolved) bool {
 // RunEnded folds the end of the approval's run in (the end event's
 // timestamp and event_id) and reports whether the record changed.
 func (r *ApprovalRecord) RunEnded(at time.Time, eventID string) bool {
-	switch {
-	case r.Closure == ClosedByEvent:
-		return false
-	case r.Closure == ClosedByRun && !earlierEvent(at, eventID, *r.ResolvedAt, r.ClosureEvent):
+	if r.Closure != 0 {
 		return false
 	}
 	r.close(ClosedByRun, at, eventID, "", ByRunEnd, ReasonRunEnd)
@@ -135,22 +138,10 @@ func (r *ApprovalRecord) close(how int, at time.Time, eventID, decision, by, rea
 	r.Decision, r.By, r.Reason, r.ResolvedAt = decision, by, reason, &t
 }
 
-func earlierEvent(at time.Time, id string, bt time.Time, bid string) bool {
-	if c := at.Compare(bt); c != 0 {
-		return c < 0
-	}
-	return id < bid
-}
-
-// RunEndRef is the earliest end event of a run.
+// RunEndRef is the first end event of a run to arrive.
 type RunEndRef struct {
 	At      time.Time
 	EventID string
-}
-
-// Earlier reports whether e orders before o (a zero o is later than all).
-func (e RunEndRef) Earlier(o RunEndRef) bool {
-	return o.EventID == "" || earlierEvent(e.At, e.EventID, o.At, o.EventID)
 }
 
 // ApprovalFold applies one session's new events to its approvals. Records
@@ -162,6 +153,9 @@ type ApprovalFold struct {
 	SessionID string
 	Records   map[string]*ApprovalRecord
 	Ended     map[string]RunEndRef
+	// Conflicts collects, by event_id, the approval whose request the
+	// event tried to define again (ignored; ingest logs it).
+	Conflicts map[string]string
 }
 
 // ApprovalRefs lists what folding events (their facts) must load: the
@@ -189,6 +183,13 @@ func ApprovalRefs(facts []Facts) (approvalIDs, endedRuns, requestRuns []string) 
 	return approvalIDs, endedRuns, requestRuns
 }
 
+func (a *ApprovalFold) conflict(eventID, approvalID string) {
+	if a.Conflicts == nil {
+		a.Conflicts = map[string]string{}
+	}
+	a.Conflicts[eventID] = approvalID
+}
+
 // Apply folds events (with their facts) in.
 func (a *ApprovalFold) Apply(events []Event, facts []Facts) (changed []string, newEnds map[string]RunEndRef) {
 	dirty := map[string]bool{}
@@ -205,8 +206,17 @@ func (a *ApprovalFold) Apply(events []Event, facts []Facts) (changed []string, n
 	for i, ev := range events {
 		f := facts[i]
 		if req := f.ApprovalRequest; req != nil {
-			if r := record(req.ApprovalID); r.SessionID == a.SessionID && r.Request(ev, req) {
+			r := record(req.ApprovalID)
+			if r.SessionID != a.SessionID {
+				a.conflict(ev.EventID, req.ApprovalID)
+				continue
+			}
+			changed, conflict := r.Request(ev, req)
+			if changed {
 				dirty[req.ApprovalID] = true
+			}
+			if conflict {
+				a.conflict(ev.EventID, req.ApprovalID)
 			}
 		}
 		if res := f.ApprovalResolve; res != nil {
@@ -216,7 +226,7 @@ func (a *ApprovalFold) Apply(events []Event, facts []Facts) (changed []string, n
 		}
 		if run := f.RunEnd(); run != "" {
 			end := RunEndRef{At: ev.Timestamp.UTC(), EventID: ev.EventID}
-			if end.Earlier(a.Ended[run]) {
+			if _, seen := a.Ended[run]; !seen {
 				if a.Ended == nil {
 					a.Ended = map[string]RunEndRef{}
 				}

@@ -133,7 +133,11 @@ type Session struct {
 type AppendResult struct {
 	EventID   string
 	Cursor    int64 // the stored event's cursor (the original one for a duplicate)
-	Duplicate bool  // the event_id was stored before; nothing changed
+	Duplicate bool  // the event_id was stored before in this session; nothing changed
+	// ApprovalConflict names the approval whose relay.approval_requested
+	// this event repeated with another event_id: the event is stored, its
+	// request ignored (the first to arrive defines an approval).
+	ApprovalConflict string
 }
 
 // Notification says a session has new events up to Cursor.
@@ -195,16 +199,19 @@ const (
 // (relay.run_completed / run_failed / run_cancelled with the same run_id:
 // resolved with By "cancelled" and Reason "the run ended").
 type Approval struct {
-	ApprovalID  string          `json:"approval_id"`
-	SessionID   string          `json:"session_id"`
-	RunID       string          `json:"run_id"`
-	ToolName    string          `json:"tool_name"`
-	Title       string          `json:"title"`
-	Input       json.RawMessage `json:"input"`
-	Kind        string          `json:"kind"`
-	Options     []string        `json:"options"`
-	RequestedAt time.Time       `json:"requested_at"` // the request event's timestamp
-	State       string          `json:"state"`        // pending or resolved
+	ApprovalID string          `json:"approval_id"`
+	SessionID  string          `json:"session_id"`
+	RunID      string          `json:"run_id"`
+	ToolName   string          `json:"tool_name"`
+	Title      string          `json:"title"`
+	Input      json.RawMessage `json:"input"`
+	// InputSHA256 is wire.InputDigest(Input), which the API adds to what
+	// it shows so that a decision can name the input it was made on.
+	InputSHA256 string    `json:"input_sha256,omitempty"`
+	Kind        string    `json:"kind"`
+	Options     []string  `json:"options"`
+	RequestedAt time.Time `json:"requested_at"` // the request event's timestamp
+	State       string    `json:"state"`        // pending or resolved
 	// The outcome, from the helper's relay.approval_resolved (or the run's end).
 	Decision   string     `json:"decision,omitempty"`
 	By         string     `json:"by,omitempty"`
@@ -241,7 +248,8 @@ var ErrDecided = errors.New("already decided")
 // Store is what the HTTP API needs. Every method is safe for concurrent use,
 // also across processes sharing one database.
 type Store interface {
-	// Append stores events idempotently on event_id (all sessions allowed in
+	// Append stores events idempotently on (session_id, event_id): an
+	// event_id is unique within its session only (all sessions allowed in
 	// one call), assigns cursors, and updates each session's derived state in
 	// the same transaction. Results are in input order.
 	Append(ctx context.Context, events []Event) ([]AppendResult, error)

@@ -12,14 +12,26 @@ type Scope string
 
 // The scopes, in the order they are listed.
 const (
-	Ingest  Scope = "ingest"  // POST events
-	Read    Scope = "read"    // the read API, live streams and dashboard pages
-	Approve Scope = "approve" // POST a decision; implies read
-	Admin   Scope = "admin"   // everything
+	Ingest Scope = "ingest" // POST events
+	// Decisions is the helper's long-poll for dashboard decisions on its
+	// own pending approvals (GET /api/approvals/decisions) and nothing
+	// else: with ingest, all a helper needs. Read implies it.
+	Decisions Scope = "decisions"
+	Read      Scope = "read"    // the read API, live streams and dashboard pages
+	Approve   Scope = "approve" // POST a decision; implies read
+	Admin     Scope = "admin"   // everything
 )
 
 // All is every scope, in display order.
-var All = []Scope{Ingest, Read, Approve, Admin}
+var All = []Scope{Ingest, Decisions, Read, Approve, Admin}
+
+// Helper is what a helper (extension, run, acp, terminal) needs: post its
+// events and hear the decisions made on its approvals.
+var Helper = []Scope{Ingest, Decisions}
+
+// HelperPreset is the name ParseScopes takes for Helper's scopes:
+// `token create --scope helper`.
+const HelperPreset = "helper"
 
 // Default is what a token without stated scopes carries: a plain
 // serve.tokens entry, backend.token and the data dir's generated token.
@@ -28,13 +40,14 @@ var Default = []Scope{Ingest, Read}
 // ErrUnknownScope is a scope name that is not one of All.
 var ErrUnknownScope = errors.New("unknown scope")
 
-// Allowed lists the scope names for messages: "ingest, read, approve, admin".
+// Allowed lists the scope names for messages: "ingest, decisions, read,
+// approve, admin, or helper (ingest and decisions)".
 func Allowed() string {
 	names := make([]string, len(All))
 	for i, s := range All {
 		names[i] = string(s)
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, ", ") + ", or " + HelperPreset + " (ingest and decisions)"
 }
 
 // ParseScopes reads scope names. Each item may itself list several,
@@ -45,6 +58,10 @@ func ParseScopes(items ...string) ([]Scope, error) {
 	var out []Scope
 	for _, item := range items {
 		for _, name := range strings.FieldsFunc(item, func(r rune) bool { return r == ',' || r == '+' || r == ' ' }) {
+			if strings.EqualFold(name, HelperPreset) {
+				out = append(out, Helper...)
+				continue
+			}
 			s := Scope(strings.ToLower(name))
 			if !slices.Contains(All, s) {
 				return nil, fmt.Errorf("%w %q (allowed: %s)", ErrUnknownScope, name, Allowed())
@@ -96,14 +113,22 @@ func setBit(s Scope) Set {
 	return 0
 }
 
-// Has reports whether the set includes s.
-func (set Set) Has(s Scope) bool { b := setBit(s); return b != 0 && set&b == b }
+// Has reports whether the set grants s: read grants decisions too, which
+// List leaves out as it adds nothing to read.
+func (set Set) Has(s Scope) bool {
+	if s == Decisions && set.has(Read) {
+		return true
+	}
+	return set.has(s)
+}
+
+func (set Set) has(s Scope) bool { b := setBit(s); return b != 0 && set&b == b }
 
 // List is the set's scopes in All's order.
 func (set Set) List() []Scope {
 	out := []Scope{}
 	for _, s := range All {
-		if set.Has(s) {
+		if set.has(s) {
 			out = append(out, s)
 		}
 	}

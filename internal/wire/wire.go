@@ -120,6 +120,10 @@ type RemoteDecision struct {
 	DecidedAt    time.Time       `json:"decided_at"`
 	RunID        string          `json:"run_id,omitempty"`
 	SessionID    string          `json:"session_id,omitempty"`
+	// InputSHA256 is InputDigest of the input the backend showed the
+	// approver; the helper refuses the decision unless it is the digest of
+	// the input it asked about.
+	InputSHA256 string `json:"input_sha256"`
 }
 
 // RemoteDecisions answers GET /api/approvals/decisions.

@@ -11,11 +11,12 @@ import (
 
 // foldApprovals applies one stored event to the approvals with the store
 // package's rules (store.ApprovalFold), as the SQL stores do per Append.
-func (s *Store) foldApprovals(ss *session, ev store.Event, f store.Facts) {
+// It returns the approval whose request the event repeated, if any.
+func (s *Store) foldApprovals(ss *session, ev store.Event, f store.Facts) (conflict string) {
 	events, facts := []store.Event{ev}, []store.Facts{f}
 	ids, ended, _ := store.ApprovalRefs(facts)
 	if len(ids) == 0 && len(ended) == 0 {
-		return
+		return ""
 	}
 	recs := map[string]*store.ApprovalRecord{}
 	for _, id := range ids {
@@ -33,6 +34,7 @@ func (s *Store) foldApprovals(ss *session, ev store.Event, f store.Facts) {
 	for _, id := range changed {
 		s.approvals[id] = recs[id]
 	}
+	return fold.Conflicts[ev.EventID]
 }
 
 // Usage implements store.Store: the SQL stores' aggregation, in Go.

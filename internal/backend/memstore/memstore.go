@@ -24,7 +24,7 @@ var _ store.Store = (*Store)(nil)
 // Store is an in-memory store.Store. The zero value is not usable; call New.
 type Store struct {
 	mu        sync.Mutex
-	byID      map[string]ref // event_id -> where it is
+	byID      map[eventKey]int64 // (session_id, event_id) -> cursor
 	sessions  map[string]*session
 	approvals map[string]*store.ApprovalRecord // by approval_id, of every session
 	notified  map[string]bool                  // approvals ClaimNotify gave out
@@ -40,9 +40,10 @@ type Store struct {
 	Appends, Stored int
 }
 
-type ref struct {
-	session string
-	cursor  int64
+// eventKey identifies a stored event: event_id is unique within its
+// session only.
+type eventKey struct {
+	session, eventID string
 }
 
 type session struct {
@@ -60,7 +61,7 @@ type session struct {
 // New returns an empty Store.
 func New() *Store {
 	return &Store{
-		byID:      make(map[string]ref),
+		byID:      make(map[eventKey]int64),
 		sessions:  make(map[string]*session),
 		approvals: make(map[string]*store.ApprovalRecord),
 		notified:  make(map[string]bool),
@@ -99,8 +100,9 @@ func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.Appen
 	var changed []store.Notification
 	changedAt := make(map[string]int)
 	for i, ev := range events {
-		if r, ok := s.byID[ev.EventID]; ok {
-			out[i] = store.AppendResult{EventID: ev.EventID, Cursor: r.cursor, Duplicate: true}
+		key := eventKey{ev.SessionID, ev.EventID}
+		if c, ok := s.byID[key]; ok {
+			out[i] = store.AppendResult{EventID: ev.EventID, Cursor: c, Duplicate: true}
 			continue
 		}
 		ss := s.sessions[ev.SessionID]
@@ -119,15 +121,15 @@ func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.Appen
 		ss.events = append(ss.events, ev)
 		f := store.FactsOf(ev)
 		ss.apply(ev, f, now)
-		s.foldApprovals(ss, ev, f)
-		s.byID[ev.EventID] = ref{ev.SessionID, ev.Cursor}
+		conflict := s.foldApprovals(ss, ev, f)
+		s.byID[key] = ev.Cursor
 		if j, ok := changedAt[ev.SessionID]; ok {
 			changed[j].Cursor = ev.Cursor
 		} else {
 			changedAt[ev.SessionID] = len(changed)
 			changed = append(changed, store.Notification{SessionID: ev.SessionID, Cursor: ev.Cursor})
 		}
-		out[i] = store.AppendResult{EventID: ev.EventID, Cursor: ev.Cursor}
+		out[i] = store.AppendResult{EventID: ev.EventID, Cursor: ev.Cursor, ApprovalConflict: conflict}
 		s.Stored++
 	}
 	// Under s.mu, so a subscriber never sees cursors out of order across two

@@ -102,6 +102,9 @@
 
   async function decide(card, body) {
     const id = card.a.approval_id;
+    // The digest of the input this card shows: the server refuses a
+    // decision on any other input, and the helper checks it again.
+    if (card.a.input_sha256) body.input_sha256 = card.a.input_sha256;
     card.sending = true;
     setStatus(card, 'busy', 'Sending…');
     syncButtons(card);

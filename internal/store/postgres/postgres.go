@@ -129,9 +129,9 @@ func (s *Store) appendOnce(ctx context.Context, events []store.Event) ([]store.A
 }
 
 // retryable reports errors after which the same Append can succeed: a
-// unique violation (the same event_id stored concurrently under another
-// session, which the session locks do not order), a deadlock, or a
-// serialization failure.
+// unique violation (a row another transaction inserted that the session
+// locks do not order, such as an approval of another session), a
+// deadlock, or a serialization failure.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {

@@ -170,6 +170,13 @@ CREATE TABLE run_ends (
 -- The backfill counts every result again, with its usage rows.
 DELETE FROM results;
 `,
+	// 3: an event_id is unique within its session only (issue 22), as in
+	// package sqlite's migration 3. Existing rows were unique by event_id
+	// alone, so they are by (session_id, event_id) too.
+	`
+ALTER TABLE events DROP CONSTRAINT events_pkey;
+ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
+`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold

@@ -20,18 +20,24 @@ type writeTx struct {
 
 var _ ingest.Tx = (*writeTx)(nil)
 
-func (t *writeTx) KnownEvents(ctx context.Context, ids []string) (map[string]int64, error) {
-	rows, err := t.tx.Query(ctx, `SELECT event_id, cursor FROM events WHERE event_id = ANY($1)`, ids)
+func (t *writeTx) KnownEvents(ctx context.Context, keys []ingest.EventKey) (map[ingest.EventKey]int64, error) {
+	sessions, ids := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		sessions[i], ids[i] = k.SessionID, k.EventID
+	}
+	rows, err := t.tx.Query(ctx, `SELECT e.session_id, e.event_id, e.cursor
+		FROM unnest($1::text[], $2::text[]) AS k (session_id, event_id)
+		JOIN events AS e ON e.session_id = k.session_id AND e.event_id = k.event_id`, sessions, ids)
 	if err != nil {
 		return nil, fmt.Errorf("look up event ids: %w", err)
 	}
-	known := map[string]int64{}
+	known := map[ingest.EventKey]int64{}
 	var (
-		id string
-		c  int64
+		k ingest.EventKey
+		c int64
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &c}, func() error {
-		known[id] = c
+	_, err = pgx.ForEachRow(rows, []any{&k.SessionID, &k.EventID, &c}, func() error {
+		known[k] = c
 		return nil
 	})
 	if err != nil {

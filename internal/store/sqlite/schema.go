@@ -161,6 +161,34 @@ CREATE TABLE run_ends (
 -- The backfill counts every result again, with its usage rows.
 DELETE FROM results;
 `,
+	// 3: an event_id is unique within its session only (issue 22): one
+	// session can no longer make another's event a duplicate by reusing its
+	// ID. SQLite cannot change a primary key in place, so the table is
+	// rebuilt with the same columns in the same order; every row keeps its
+	// values (event IDs were unique across sessions, so they still are
+	// within each).
+	`
+CREATE TABLE events_v3 (
+	event_id       TEXT    NOT NULL,
+	session_id     TEXT    NOT NULL REFERENCES sessions (id),
+	cursor         INTEGER NOT NULL,
+	interaction_id TEXT    NOT NULL,
+	seq            INTEGER NOT NULL,
+	event_type     TEXT    NOT NULL,
+	event_data     TEXT    NOT NULL, -- as received
+	timestamp      INTEGER NOT NULL,
+	source         TEXT    NOT NULL,
+	received_at    INTEGER NOT NULL,
+	PRIMARY KEY (session_id, event_id),
+	UNIQUE (session_id, cursor)
+);
+INSERT INTO events_v3 (event_id, session_id, cursor, interaction_id, seq, event_type, event_data,
+	timestamp, source, received_at)
+SELECT event_id, session_id, cursor, interaction_id, seq, event_type, event_data,
+	timestamp, source, received_at FROM events;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;
+`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold

@@ -54,7 +54,8 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database at path, creating its parent
-// directory with mode 0700, and applies pending migrations.
+// directory with mode 0700 and the file 0600 (perm.go), and applies
+// pending migrations.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -64,6 +65,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create directory for %s: %w", path, err)
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	w, err := sql.Open("sqlite", dsn(path, false))
 	if err != nil {
@@ -80,6 +84,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := enableWAL(ctx, w); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	if err := restrictSidecars(path); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	r, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {

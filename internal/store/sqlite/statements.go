@@ -58,7 +58,11 @@ func (st *statements) p(ctx context.Context, db preparer, err *error, dst **sql.
 func (st *statements) prepareWriter(ctx context.Context, w preparer) error {
 	var err error
 	p := func(dst **sql.Stmt, q string) { st.p(ctx, w, &err, dst, q) }
-	p(&st.knownEvents, `SELECT event_id, cursor FROM events WHERE event_id IN (SELECT value FROM json_each(?))`)
+	// CROSS JOIN keeps the pairs as the outer loop: one primary-key lookup
+	// of (session_id, event_id) each.
+	p(&st.knownEvents, `SELECT e.session_id, e.event_id, e.cursor FROM json_each(?) AS k
+		CROSS JOIN events AS e
+		ON e.session_id = json_extract(k.value, '$[0]') AND e.event_id = json_extract(k.value, '$[1]')`)
 	p(&st.session, `SELECT `+ingest.StateColumns+` FROM sessions WHERE id = ?`)
 	p(&st.insertSession, `INSERT INTO sessions (id, created_at, updated_at) VALUES (?1, ?2, ?2)`)
 	p(&st.interactions, `SELECT `+ingest.InteractionColumns+` FROM interactions

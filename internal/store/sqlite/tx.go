@@ -60,19 +60,25 @@ func jsonList(keys []string) (string, error) {
 	return string(b), err
 }
 
-func (t *writeTx) KnownEvents(ctx context.Context, ids []string) (map[string]int64, error) {
-	list, err := jsonList(ids)
+// KnownEvents passes keys as one JSON array of [session_id, event_id]
+// pairs (see jsonList).
+func (t *writeTx) KnownEvents(ctx context.Context, keys []ingest.EventKey) (map[ingest.EventKey]int64, error) {
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]string{k.SessionID, k.EventID}
+	}
+	list, err := json.Marshal(pairs)
 	if err != nil {
 		return nil, err
 	}
-	known := map[string]int64{}
-	err = t.query(ctx, t.st.knownEvents, []any{list}, func(rows *sql.Rows) error {
-		var id string
+	known := map[ingest.EventKey]int64{}
+	err = t.query(ctx, t.st.knownEvents, []any{string(list)}, func(rows *sql.Rows) error {
+		var k ingest.EventKey
 		var c int64
-		if err := rows.Scan(&id, &c); err != nil {
+		if err := rows.Scan(&k.SessionID, &k.EventID, &c); err != nil {
 			return err
 		}
-		known[id] = c
+		known[k] = c
 		return nil
 	})
 	if err != nil {

@@ -35,6 +35,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"Idempotency", testIdempotency},
+		{"EventIDPerSession", testEventIDPerSession},
+		{"EventIDPerSessionConcurrent", testEventIDPerSessionConcurrent},
+		{"EventIDOtherSessionApproval", testEventIDOtherSessionApproval},
 		{"ConcurrentCursors", testConcurrentCursors},
 		{"ConversationID", testConversationID},
 		{"ArrivalOrder", testArrivalOrder},
@@ -58,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsageMatchesSessions", testUsageMatchesSessions},
 		{"Approvals", testApprovals},
 		{"ApprovalsArrivalOrder", testApprovalsArrivalOrder},
+		{"ApprovalsFirstArrivalWins", testApprovalsFirstArrivalWins},
 		{"ApprovalsList", testApprovalsList},
 		{"Decide", testDecide},
 		{"DecideConcurrent", testDecideConcurrent},

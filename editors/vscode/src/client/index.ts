@@ -31,6 +31,12 @@ export interface HelperOptions {
   args?: string[];
   /** Default process.env, passed whole (ANTHROPIC_*, CLAUDE_RELAY_*, CLAUDE_CODE_* included). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The backend token, handed to the helper through a pipe (file descriptor 3, named by
+   * CLAUDE_RELAY_BACKEND_TOKEN_FD) rather than its environment, which processes of the same user
+   * (the agent's tools among them) could read.
+   */
+  token?: string;
   cwd?: string;
   /** Each line the helper writes to stderr (its log). */
   onStderr?: (line: string) => void;
@@ -257,6 +263,7 @@ export class RelayClient implements Disposable {
           args: this.opts.args ?? ["extension"],
           env: this.opts.env ?? process.env,
           ...(this.opts.cwd !== undefined && { cwd: this.opts.cwd }),
+          ...(this.opts.token !== undefined && this.opts.token !== "" && { token: this.opts.token }),
         },
         {
           onEvent: (e) => {

@@ -1,6 +1,7 @@
 // One claude-relay helper process: spawns it, turns its stdout into parsed events delivered in
 // order, its stderr into lines, and reports its exit only after every event it wrote was delivered.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import type { Writable } from "node:stream";
 import { LineSplitter } from "./lines";
 import { parseEvent, type Event } from "./events";
 
@@ -16,7 +17,12 @@ export interface SpawnOptions {
   args: string[];
   env: NodeJS.ProcessEnv;
   cwd?: string;
+  /** The backend token: written to the helper's file descriptor 3, never put in its environment. */
+  token?: string;
 }
+
+/** The variable naming the descriptor the helper reads its backend token from. */
+export const ENV_TOKEN_FD = "CLAUDE_RELAY_BACKEND_TOKEN_FD";
 
 export interface ProcessHandlers {
   /**
@@ -43,12 +49,19 @@ export class HelperProcess {
   private readonly tail: string[] = [];
 
   constructor(opts: SpawnOptions, private readonly handlers: ProcessHandlers) {
+    const token = opts.token;
     this.child = spawn(opts.path, opts.args, {
       cwd: opts.cwd,
-      env: opts.env,
-      stdio: ["pipe", "pipe", "pipe"],
+      env: token ? { ...opts.env, [ENV_TOKEN_FD]: "3" } : opts.env,
+      stdio: token ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
       windowsHide: true,
-    });
+    }) as ChildProcessWithoutNullStreams;
+    if (token) {
+      // The helper reads the token until this end closes, then closes its own.
+      const fd3 = this.child.stdio[3] as Writable | null | undefined;
+      fd3?.on("error", () => undefined);
+      fd3?.end(`${token}\n`);
+    }
     const out = new LineSplitter();
     const err = new LineSplitter();
     this.child.stdout.on("data", (chunk: Buffer) => this.enqueue(out.push(chunk)));

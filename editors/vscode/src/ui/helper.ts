@@ -83,12 +83,13 @@ export class Helper implements vscode.Disposable {
         throw new Error(resolved.error);
       }
       const token = await this.ctx.secrets.get(TOKEN_SECRET);
-      const env = helperEnv(process.env, { backendUrl: cfg.get<string>("backendUrl", ""), token });
+      const env = helperEnv(process.env, { backendUrl: cfg.get<string>("backendUrl", "") });
       const cwd = workspaceCwd() ?? os.homedir();
       this.log.appendLine(`Starting ${resolved.path} extension (found via ${resolved.source}) in ${cwd}`);
       const client = await RelayClient.start({
         path: resolved.path,
         env,
+        ...(token !== undefined && { token }),
         cwd,
         onStderr: (line) => this.log.appendLine(line),
       });

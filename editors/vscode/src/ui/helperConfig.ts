@@ -71,19 +71,14 @@ export const ENV_BACKEND_TOKEN = "CLAUDE_RELAY_BACKEND_TOKEN";
  * The helper's environment: the extension host's, untouched (ANTHROPIC_*,
  * CLAUDE_RELAY_*, CLAUDE_CODE_* included), plus what the settings add. A
  * setting left empty leaves the inherited variable alone, so a user's own
- * CLAUDE_RELAY_BACKEND_URL still works.
+ * CLAUDE_RELAY_BACKEND_URL still works. The token from SecretStorage is not
+ * in it: the client hands it over through a pipe (HelperOptions.token).
  */
-export function helperEnv(
-  base: NodeJS.ProcessEnv,
-  settings: { backendUrl?: string | undefined; token?: string | undefined },
-): NodeJS.ProcessEnv {
+export function helperEnv(base: NodeJS.ProcessEnv, settings: { backendUrl?: string | undefined }): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   const url = settings.backendUrl?.trim() ?? "";
   if (url !== "") {
     env[ENV_BACKEND_URL] = url;
-  }
-  if (settings.token) {
-    env[ENV_BACKEND_TOKEN] = settings.token;
   }
   return env;
 }

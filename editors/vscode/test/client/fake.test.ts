@@ -67,3 +67,25 @@ test("shutdown() resolves once the helper exited and it is not restarted", async
   await assert.rejects(client.status(), { code: "disposed", message: /shutting down; status was not sent/ });
   assert.equal(restarts, 0);
 });
+
+test("the backend token reaches the helper through descriptor 3, not its environment", async () => {
+  const client = await RelayClient.start({
+    ...fake(`
+      const fs = require("node:fs");
+      const fd = Number(process.env.CLAUDE_RELAY_BACKEND_TOKEN_FD);
+      const token = fs.readFileSync(fd, "utf8").trim();
+      const inEnv = Object.values(process.env).some((v) => v && v.includes("sekret-token"));
+      process.stdout.write(ready() + line({ event: "stream", run_id: "r", session_id: "s", payload: { fd, token, inEnv } }));
+      process.stdin.resume();
+    `),
+    token: "sekret-token-0123456789",
+    restart: false,
+  });
+  const got = await new Promise<Record<string, unknown>>((resolve) => {
+    client.onEvent((e: Event) => {
+      if (e.event === "stream") resolve(e.payload as Record<string, unknown>);
+    });
+  });
+  assert.deepEqual(got, { fd: 3, token: "sekret-token-0123456789", inEnv: false });
+  client.dispose();
+});

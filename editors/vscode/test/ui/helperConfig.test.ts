@@ -40,10 +40,10 @@ test("the helper's env keeps every inherited variable and adds the settings", ()
     CLAUDE_CODE_USE_BEDROCK: "1",
   };
   assert.deepEqual(helperEnv(inherited, {}), inherited);
-  assert.deepEqual(helperEnv(inherited, { backendUrl: "  ", token: "" }), inherited, "empty settings leave the inherited values");
-  const env = helperEnv(inherited, { backendUrl: "https://relay.example", token: "sekret" });
+  assert.deepEqual(helperEnv(inherited, { backendUrl: "  " }), inherited, "empty settings leave the inherited values");
+  const env = helperEnv(inherited, { backendUrl: "https://relay.example" });
   assert.equal(env.CLAUDE_RELAY_BACKEND_URL, "https://relay.example");
-  assert.equal(env.CLAUDE_RELAY_BACKEND_TOKEN, "sekret");
+  assert.equal(env.CLAUDE_RELAY_BACKEND_TOKEN, undefined, "the token travels through a pipe, not the environment");
   for (const [k, v] of Object.entries(inherited)) {
     if (k !== "CLAUDE_RELAY_BACKEND_URL") {
       assert.equal(env[k], v, k);

@@ -1,5 +1,5 @@
 // Package ingest is the one Append algorithm both SQL backends run inside
-// their write transaction: duplicate detection on event_id, per-session
+// their write transaction: duplicate detection on (session_id, event_id), per-session
 // cursors, and the incremental update of each session's derived state with
 // the pure rules of package store (interactions, usage rows, list fields,
 // search text, approvals). A backend supplies the SQL through Tx; keeping
@@ -23,8 +23,8 @@ import (
 
 // Tx is a backend's write transaction, as the algorithm needs it.
 type Tx interface {
-	// KnownEvents returns the cursors of those of ids that are stored.
-	KnownEvents(ctx context.Context, ids []string) (map[string]int64, error)
+	// KnownEvents returns the cursors of those of keys that are stored.
+	KnownEvents(ctx context.Context, keys []EventKey) (map[EventKey]int64, error)
 	// LockSessions locks the sessions' rows until the transaction ends,
 	// creating missing ones (CreatedAt and UpdatedAt now, status unknown,
 	// New set), and returns them. ids are sorted so that concurrent
@@ -52,6 +52,16 @@ type Tx interface {
 	UpdateSession(ctx context.Context, s *State) error
 }
 
+// EventKey identifies a stored event: an event_id is unique within its
+// session only, so that one session cannot make another's event a
+// duplicate by reusing its ID.
+type EventKey struct {
+	SessionID, EventID string
+}
+
+// KeyOf is ev's EventKey.
+func KeyOf(ev *store.Event) EventKey { return EventKey{SessionID: ev.SessionID, EventID: ev.EventID} }
+
 // State is a session's row as the writer reads and writes it.
 type State struct {
 	store.Session
@@ -68,6 +78,9 @@ type Writes struct {
 	Search       []SearchRow
 	Approvals    []store.ApprovalRecord
 	RunEnds      []RunEndRow
+	// Conflicts: by event, the approval an event asked for again (its
+	// request ignored); reported in the event's AppendResult, not written.
+	Conflicts map[EventKey]string
 }
 
 // ResultRow marks a result as counted for its session, with its usage
@@ -113,7 +126,7 @@ type Outcome struct {
 // committed, publishes the notifications.
 func Append(ctx context.Context, tx Tx, events []store.Event, now time.Time) (Outcome, error) {
 	out := Outcome{Results: make([]store.AppendResult, len(events))}
-	known, err := tx.KnownEvents(ctx, eventIDs(events))
+	known, err := tx.KnownEvents(ctx, eventKeys(events))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -128,12 +141,12 @@ func Append(ctx context.Context, tx Tx, events []store.Event, now time.Time) (Ou
 	}
 	// Check again under the locks: a concurrent Append of the same session
 	// may have stored some of these between the first check and the lock.
-	again, err := tx.KnownEvents(ctx, eventIDs(fresh))
+	again, err := tx.KnownEvents(ctx, eventKeys(fresh))
 	if err != nil {
 		return Outcome{}, err
 	}
-	for id, c := range again {
-		known[id] = c
+	for k, c := range again {
+		known[k] = c
 	}
 	bySession := assignCursors(out.Results, events, known, sessions, now)
 	w := Writes{ReceivedAt: now}
@@ -145,6 +158,11 @@ func Append(ctx context.Context, tx Tx, events []store.Event, now time.Time) (Ou
 	}
 	if err := tx.Write(ctx, w); err != nil {
 		return Outcome{}, err
+	}
+	for i := range out.Results {
+		if id, ok := w.Conflicts[KeyOf(&events[i])]; ok && !out.Results[i].Duplicate {
+			out.Results[i].ApprovalConflict = id
+		}
 	}
 	for _, sid := range ids {
 		s := sessions[sid]
@@ -160,13 +178,13 @@ func Append(ctx context.Context, tx Tx, events []store.Event, now time.Time) (Ou
 }
 
 // assignCursors fills results and numbers the new events of each session in
-// input order; an event_id repeated within the batch is a duplicate of its
-// first occurrence.
-func assignCursors(results []store.AppendResult, events []store.Event, known map[string]int64,
+// input order; an event repeated within the batch (same session and
+// event_id) is a duplicate of its first occurrence.
+func assignCursors(results []store.AppendResult, events []store.Event, known map[EventKey]int64,
 	sessions map[string]*State, now time.Time) map[string][]store.Event {
 	bySession := map[string][]store.Event{}
 	for i, ev := range events {
-		if c, ok := known[ev.EventID]; ok {
+		if c, ok := known[KeyOf(&ev)]; ok {
 			results[i] = store.AppendResult{EventID: ev.EventID, Cursor: c, Duplicate: true}
 			continue
 		}
@@ -177,16 +195,16 @@ func assignCursors(results []store.AppendResult, events []store.Event, known map
 			s.UpdatedAt = now
 		}
 		ev.Cursor = s.LastCursor
-		known[ev.EventID] = ev.Cursor
+		known[KeyOf(&ev)] = ev.Cursor
 		results[i] = store.AppendResult{EventID: ev.EventID, Cursor: ev.Cursor}
 		bySession[ev.SessionID] = append(bySession[ev.SessionID], ev)
 	}
 	return bySession
 }
 
-func fillDuplicates(results []store.AppendResult, events []store.Event, known map[string]int64) {
+func fillDuplicates(results []store.AppendResult, events []store.Event, known map[EventKey]int64) {
 	for i, ev := range events {
-		results[i] = store.AppendResult{EventID: ev.EventID, Cursor: known[ev.EventID], Duplicate: true}
+		results[i] = store.AppendResult{EventID: ev.EventID, Cursor: known[KeyOf(&ev)], Duplicate: true}
 	}
 }
 
@@ -359,6 +377,12 @@ func foldApprovals(ctx context.Context, tx Tx, sessionID string, events []store.
 	}
 	a := store.ApprovalFold{SessionID: sessionID, Records: recs, Ended: ends}
 	changed, newEnds := a.Apply(events, facts)
+	for ev, id := range a.Conflicts {
+		if w.Conflicts == nil {
+			w.Conflicts = map[EventKey]string{}
+		}
+		w.Conflicts[EventKey{SessionID: sessionID, EventID: ev}] = id
+	}
 	for _, id := range changed {
 		w.Approvals = append(w.Approvals, *recs[id])
 	}
@@ -381,18 +405,18 @@ func summarize(ctx context.Context, tx Tx, s *State) error {
 	return nil
 }
 
-func eventIDs(events []store.Event) []string {
-	ids := make([]string, len(events))
-	for i, ev := range events {
-		ids[i] = ev.EventID
+func eventKeys(events []store.Event) []EventKey {
+	keys := make([]EventKey, len(events))
+	for i := range events {
+		keys[i] = KeyOf(&events[i])
 	}
-	return ids
+	return keys
 }
 
-func unknownEvents(events []store.Event, known map[string]int64) []store.Event {
+func unknownEvents(events []store.Event, known map[EventKey]int64) []store.Event {
 	var out []store.Event
 	for _, ev := range events {
-		if _, ok := known[ev.EventID]; !ok {
+		if _, ok := known[KeyOf(&ev)]; !ok {
 			out = append(out, ev)
 		}
 	}

@@ -29,7 +29,9 @@
 //
 // The JSON form is the only one with scopes: a short form such as
 // NAME:SCOPES:TOKEN would be ambiguous for a token holding ':'. Names are
-// optional, unique, and made of letters, digits, '.', '_' and '-'.
+// optional, unique, and made of letters, digits, '.', '_' and '-'. Each
+// token needs at least MinTokenLen (16) characters, random
+// (`openssl rand -hex 32`): a shorter one is refused at start.
 // Without serve.tokens, backend.token is accepted with ingest and read.
 // Tokens made with `claude-relay token create` live in the data dir's
 // tokens.json, hashed, beside these; serve reads both on every request.
@@ -37,10 +39,13 @@
 // # serve.notify_url and serve.public_url
 //
 // serve.notify_url, when set, receives an ntfy-style POST for each new
-// pending approval (a short title, the project, a link; never the tool's
-// full input nor a token); it is a secret, since an ntfy topic URL is all
-// one needs to read the pushes. serve.public_url is the dashboard's address
-// as people reach it (behind a proxy, say), for that link and for the
-// dashboard's same-origin check; empty means http://<the address serve
-// listens on>.
+// pending approval (the tool, the project, a link; never a token, and the
+// command or file only with serve.notify_include_input, redacted); it is a
+// secret, since an ntfy topic URL is all one needs to read the pushes.
+// serve.public_url is the dashboard's address as people reach it (behind a
+// proxy, say), for that link, for the dashboard's same-origin check, and,
+// when https, for a Secure __Host- login cookie; empty means
+// http://<the address serve listens on>. serve.allowed_hosts lists more
+// names the dashboard answers to (a request naming any other host gets 421,
+// against DNS rebinding).
 package config

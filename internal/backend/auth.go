@@ -414,12 +414,12 @@ func (s *Server) warnNoTokens(r *http.Request) {
 
 // throttled runs log at most once per noTokenLogEvery per last.
 func (s *Server) throttled(last *atomic.Int64, log func()) {
-	s.throttledEvery(last, noTokenLogEvery, log)
+	throttledAt(last, noTokenLogEvery, time.Now(), log)
 }
 
-// throttledEvery runs log at most once per every per last.
-func (s *Server) throttledEvery(last *atomic.Int64, every time.Duration, log func()) {
-	now := time.Now().UnixNano()
+// throttledAt runs log at most once per every per last, at the time at.
+func throttledAt(last *atomic.Int64, every time.Duration, at time.Time, log func()) {
+	now := at.UnixNano()
 	prev := last.Load()
 	if now-prev < int64(every) || !last.CompareAndSwap(prev, now) {
 		return
@@ -496,12 +496,12 @@ func (s *Server) loginFailed(r *http.Request, client string) {
 	s.metrics.authFailures.Inc()
 	s.login.failsSinceLog.Add(1)
 	if lock := s.login.guard.fail(client, s.login.now()); lock > 0 {
-		s.throttledEvery(&s.login.lastLockLog, loginFailLogEvery, func() {
+		throttledAt(&s.login.lastLockLog, loginFailLogEvery, s.login.now(), func() {
 			s.log.Warn("backend: too many failed dashboard logins from one address; refusing its logins for a while",
 				"client", client, "for", lock.Round(time.Second))
 		})
 	}
-	s.throttledEvery(&s.login.lastFailLog, loginFailLogEvery, func() {
+	throttledAt(&s.login.lastFailLog, loginFailLogEvery, s.login.now(), func() {
 		s.log.Info("backend: dashboard login failed", "remote", r.RemoteAddr, "failures", s.login.failsSinceLog.Swap(0))
 	})
 }

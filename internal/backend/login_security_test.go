@@ -276,8 +276,11 @@ func TestLoginThrottle(t *testing.T) {
 	if n := strings.Count(logs.String(), "dashboard login failed"); n != 1 {
 		t.Errorf("%d 'login failed' lines, want 1 (throttled):\n%s", n, logs)
 	}
-	if !strings.Contains(logs.String(), "failures=1") {
-		t.Errorf("the log line does not count the failures:\n%s", logs)
+	// A minute on, the next failure is logged with the count since.
+	clock.add(loginFailLogEvery)
+	login("203.0.113.1:1", "wrong-token-0123456789")
+	if n := strings.Count(logs.String(), "dashboard login failed"); n != 2 || !strings.Contains(logs.String(), "failures=") {
+		t.Errorf("%d 'login failed' lines after a minute, want 2 counting the failures:\n%s", n, logs)
 	}
 }
 
@@ -403,5 +406,45 @@ func TestPushBodyLeavesTheCommandOut(t *testing.T) {
 func TestMinTokenLenMatchesConfig(t *testing.T) {
 	if config.MinTokenLen < 16 {
 		t.Errorf("MinTokenLen %d", config.MinTokenLen)
+	}
+}
+
+// TestLogoutListFile: two lists on one file (two backends of a data dir)
+// see each other's logouts; a rewrite drops only the expired lines; a file
+// that cannot be read refuses every cookie rather than bring one back.
+func TestLogoutListFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), LogoutsFile)
+	a, b := &logoutList{path: path, mem: map[string]int64{}}, &logoutList{path: path, mem: map[string]int64{}}
+	now := time.Unix(1_800_000_000, 0)
+	if err := a.add("old", now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.add("live", now.Add(48*time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	if !b.revoked("live", now) || !b.revoked("old", now) || b.revoked("other", now) {
+		t.Fatal("the other backend does not see the logouts")
+	}
+	later := now.Add(time.Hour)
+	if b.revoked("old", later) {
+		t.Error("a logout past its cookie's expiry still counts")
+	}
+	if err := b.compact(later); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), "old") || !strings.Contains(string(data), "live") {
+		t.Errorf("after the rewrite: %q", data)
+	}
+	if !a.revoked("live", later) {
+		t.Error("a live logout lost in the rewrite")
+	}
+	if err := os.Chmod(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() != 0 { // root reads it anyway
+		if c := (&logoutList{path: path, mem: map[string]int64{}}); !c.revoked("anything", later) || c.err() == nil {
+			t.Error("an unreadable logout list lets cookies through")
+		}
 	}
 }

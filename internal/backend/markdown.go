@@ -27,6 +27,12 @@ const markdownGap = 64
 // Renders cut short finish on the pool and are cached for the next view.
 const markdownBudget = 5 * time.Second
 
+// markdownMaxBytes bounds the HTML of one answer: past it, the blocks left
+// come back empty, which the page shows as it shows text not rendered yet
+// (escaped). A window of 200 events of many long blocks would otherwise
+// be gigabytes.
+const markdownMaxBytes = 64 << 20
+
 type markdownResponse struct {
 	// HTML maps an event's cursor to the HTML of each of its assistant text
 	// blocks, in order; events without any are absent.
@@ -37,7 +43,7 @@ type markdownResponse struct {
 // assistant text of those events as sanitised HTML, for the session page.
 // Events never change, so the answer may be cached (privately: it is the
 // user's data), unless a block in it is a stand-in for a render that was
-// cut short.
+// cut short or left out.
 func (s *Server) handleMarkdown(w http.ResponseWriter, r *http.Request) {
 	cursors, msg := parseCursors(r.URL.Query().Get("cursors"))
 	if msg != "" {
@@ -48,7 +54,8 @@ func (s *Server) handleMarkdown(w http.ResponseWriter, r *http.Request) {
 	budget, cancel := context.WithTimeout(r.Context(), s.markdown.budget)
 	defer cancel()
 	out := markdownResponse{HTML: map[string][]string{}}
-	final := true
+	final := true // no block is a stand-in
+	size := 0     // of the HTML so far
 	for _, span := range spans(cursors) {
 		first, last := span[0], span[len(span)-1]
 		evs, err := s.store.Events(r.Context(), session, first-1, int(last-first+1))
@@ -60,14 +67,10 @@ func (s *Server) handleMarkdown(w http.ResponseWriter, r *http.Request) {
 			if _, asked := slices.BinarySearch(span, ev.Cursor); !asked {
 				continue
 			}
-			if blocks := assistantTexts(ev); blocks != nil {
-				html := make([]string, len(blocks))
-				for i, b := range blocks {
-					var ok bool
-					html[i], ok = s.markdown.block(budget, session, ev.Cursor, i, b)
-					final = final && ok
-				}
+			if texts := assistantTexts(ev); texts != nil {
+				html, ok := s.markdown.blocks(budget, session, ev.Cursor, texts, &size)
 				out.HTML[strconv.FormatInt(ev.Cursor, 10)] = html
+				final = final && ok
 			}
 		}
 		if r.Context().Err() != nil {

@@ -2,57 +2,9 @@ package backend
 
 import (
 	"container/list"
-	"context"
 	"crypto/sha256"
 	"sync"
-	"time"
-
-	"github.com/claude-relay/claude-relay/internal/markdown"
 )
-
-// markdownCacheBytes bounds the rendered blocks kept: a few hundred
-// sessions' windows of ordinary text, a small share of a server's memory.
-const markdownCacheBytes = 32 << 20
-
-// markdownRenderer renders the dashboard's text blocks: bounded and with a
-// deadline (markdown.Pool), and cached, so reopening a page renders
-// nothing again. The Server owns it; close waits for its renders.
-type markdownRenderer struct {
-	pool   *markdown.Pool
-	cache  *htmlCache
-	budget time.Duration // markdownBudget; tests shorten it
-	// render is pool.Render; tests replace it to count and to stall.
-	render func(ctx context.Context, text string, late func(string)) (string, bool)
-}
-
-func newMarkdownRenderer() *markdownRenderer {
-	m := &markdownRenderer{
-		pool:   markdown.NewPool(markdown.PoolOptions{}),
-		cache:  newHTMLCache(markdownCacheBytes),
-		budget: markdownBudget,
-	}
-	m.render = m.pool.Render
-	return m
-}
-
-// block returns the HTML of text, block i of the event at cursor in
-// session. ok is false when it is a stand-in (escaped text) because ctx
-// ended or the render was slow: the render then finishes on the pool and
-// goes into the cache for the next request.
-func (m *markdownRenderer) block(ctx context.Context, session string, cursor int64, i int, text string) (html string, ok bool) {
-	key := cacheKey{session: session, cursor: cursor, block: i, sum: sha256.Sum256([]byte(text))}
-	if html, ok := m.cache.get(key); ok {
-		return html, true
-	}
-	html, ok = m.render(ctx, text, func(html string) { m.cache.add(key, html) })
-	if ok {
-		m.cache.add(key, html)
-	}
-	return html, ok
-}
-
-// close waits for the renders running; later ones get the stand-in.
-func (m *markdownRenderer) close() { m.pool.Close() }
 
 // cacheKey names one text block: the event by session and cursor, the
 // block by index, and a hash of the text itself, so a block is never
@@ -64,6 +16,10 @@ type cacheKey struct {
 	block   int
 	sum     [sha256.Size]byte
 }
+
+// markdownCacheBytes bounds the rendered blocks kept: a few hundred
+// sessions' windows of ordinary text, a small share of a server's memory.
+const markdownCacheBytes = 32 << 20
 
 // entryOverhead approximates what an entry costs beside its strings: the
 // list element, the map slot, the key.

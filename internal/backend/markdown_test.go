@@ -336,3 +336,29 @@ func TestHTMLCache(t *testing.T) {
 		t.Errorf("a different text hit the entry of cursor 0")
 	}
 }
+
+// TestMarkdownMaxBytes: once an answer holds maxBytes of HTML, the blocks
+// left come back empty, unrendered, in an answer the browser must not
+// cache.
+func TestMarkdownMaxBytes(t *testing.T) {
+	e := newEnv(t)
+	fake := &fakeRender{}
+	e.srv.markdown.render = fake.render
+	e.srv.markdown.maxBytes = 10
+	e.post("s1", envelope("s1", 1, "assistant", assistantLine(textBlock("aaaa"), textBlock("bbbb"))))
+	e.post("s1", envelope("s1", 2, "assistant", assistantLine(textBlock("cccc"))))
+
+	resp := e.do("GET", "/api/sessions/s1/markdown?cursors=1,2", nil, nil)
+	var out markdownResponse
+	err := json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || !slices.Equal(out.HTML["1"], []string{"<p>aaaa</p>", ""}) || !slices.Equal(out.HTML["2"], []string{""}) {
+		t.Errorf("over the byte budget: %q, %v", out.HTML, err)
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control %q with blocks left out, want no-store", cc)
+	}
+	if n := fake.calls(); n != 1 {
+		t.Errorf("%d renders, want 1: the blocks left out are not rendered", n)
+	}
+}

@@ -121,7 +121,7 @@ type Server struct {
 	metrics        *metrics
 	gatherer       prometheus.Gatherer
 	hub            *hub
-	markdown       *markdownRenderer // markdown_cache.go; Shutdown waits for its renders
+	markdown       *markdownRenderer // markdown_render.go; Shutdown waits for its renders
 	handler        http.Handler
 
 	// heartbeat is defaultHeartbeat; tests shorten it.

@@ -37,7 +37,7 @@ func newServeCmd(a *App) *cobra.Command {
 			"With serve.notify_url set, each new pending approval is pushed there (ntfy-style), linking\n" +
 			"to serve.public_url (default: the address serve listens on).",
 		Example: "  claude-relay serve\n" +
-			"  CLAUDE_RELAY_SERVE_TOKENS=s3cret claude-relay serve --addr :8787\n" +
+			"  CLAUDE_RELAY_SERVE_TOKENS=$(openssl rand -hex 32) CLAUDE_RELAY_SERVE_ALLOWED_HOSTS=relay.lan claude-relay serve --addr :8787\n" +
 			"  claude-relay --data-dir ~/relay-pg serve --addr 127.0.0.1:8788 --db postgres://relay@localhost/relay",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), a, o) },

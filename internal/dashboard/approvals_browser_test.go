@@ -82,11 +82,12 @@ func (s *site) apCall(method, path, bearer string, body, out any) int {
 // approval is what GET /api/approvals/{id} says, as far as these tests
 // look.
 type apApproval struct {
-	State    string `json:"state"`
-	Decision string `json:"decision"`
-	By       string `json:"by"`
-	Reason   string `json:"reason"`
-	Remote   *struct {
+	InputSHA256 string `json:"input_sha256"`
+	State       string `json:"state"`
+	Decision    string `json:"decision"`
+	By          string `json:"by"`
+	Reason      string `json:"reason"`
+	Remote      *struct {
 		Decision     string            `json:"decision"`
 		By           string            `json:"by"`
 		Reason       string            `json:"reason"`
@@ -303,10 +304,12 @@ func TestApprovalsInBrowser(t *testing.T) {
 	t.Run("Allow posts the decision", func(t *testing.T) {
 		apClick(t, ctx, apCard("ap-bash")+` button[data-decision="allow"]`)
 		apWaitStatus(t, ctx, "ap-bash", "Allowed by you")
-		if post := evalJS[string](t, ctx, `JSON.stringify(window.__posts.pop())`); post != `{"url":"/api/approvals/ap-bash/decision","body":"{\"decision\":\"allow\"}"}` {
-			t.Errorf("posted %s", post)
-		}
 		a := s.apGet("ap-bash")
+		// The decision names the input the card showed, by its digest.
+		want := `{"url":"/api/approvals/ap-bash/decision","body":"{\"decision\":\"allow\",\"input_sha256\":\"` + a.InputSHA256 + `\"}"}`
+		if post := evalJS[string](t, ctx, `JSON.stringify(window.__posts.pop())`); a.InputSHA256 == "" || post != want {
+			t.Errorf("posted %s, want %s", post, want)
+		}
 		if a.Remote == nil || a.Remote.Decision != "allow" || a.Remote.By != "dashboard:phone" {
 			t.Errorf("stored decision %+v", a.Remote)
 		}

@@ -8,8 +8,9 @@ import (
 )
 
 // DefaultTimeout is how long Pool.Render waits for a render it started:
-// about five times the slowest render the budget lets through (a
-// 192 KiB text at every limit) on a quiet machine.
+// a few times the slowest render the budget lets through (300 ms, for
+// MaxInput bytes of 16-deep lists), so only an overloaded machine or a
+// pattern the budget misses reaches it.
 const DefaultTimeout = time.Second
 
 // PoolOptions configures a Pool; zero values mean the defaults.
@@ -57,8 +58,8 @@ func NewPool(opts PoolOptions) *Pool {
 
 // Render returns text as sanitised HTML, as Renderer.Render does, with ok
 // true. When ctx ends before a slot is free, the render takes longer than
-// the Timeout, or the pool is closed, it returns Plain(text) and false at
-// once. A render that started finishes anyway and then, if its caller has
+// the Timeout, or the pool is closed, it returns at once the text escaped
+// in a <pre> (as Render does for text over the budget) and false. A render that started finishes anyway and then, if its caller has
 // gone, hands its HTML to late (when not nil) on the pool's goroutine, so
 // the work is not lost: a cache can keep it for the next view.
 func (p *Pool) Render(ctx context.Context, text string, late func(html string)) (html string, ok bool) {

@@ -125,3 +125,15 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+func TestNamedDigestsStay(t *testing.T) {
+	d := "sha256:da56c6021255b1f7c15810b7ecd536becf378ba7c163f9cc02d0af137defa80b"
+	in := "refused: made on an input (" + d + ") that is not the one asked about"
+	if got := Shapes(in); got != in {
+		t.Errorf("Shapes(%q) = %q: a named digest is no secret", in, got)
+	}
+	bare := "token da56c6021255b1f7c15810b7ecd536becf378ba7c163f9cc02d0af137defa80b here"
+	if got := Shapes(bare); got == bare {
+		t.Errorf("an unnamed 64-hex word stayed: %q", got)
+	}
+}

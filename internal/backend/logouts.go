@@ -66,7 +66,7 @@ func (l *logoutList) add(sid string, until, now time.Time) error {
 }
 
 func (l *logoutList) appendLine(line string) (size int64, err error) {
-	unlock, err := lockPath(l.path, false)
+	unlock, err := fsutil.Lock(l.path+".lock", false) // the lock file is never replaced, unlike l.path
 	if err != nil {
 		return 0, err
 	}
@@ -94,7 +94,7 @@ func (l *logoutList) appendLine(line string) (size int64, err error) {
 
 // compact rewrites the file without the expired lines.
 func (l *logoutList) compact(now time.Time) error {
-	unlock, err := lockPath(l.path, true)
+	unlock, err := fsutil.Lock(l.path+".lock", true)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package backend
+package fsutil
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockPath takes a flock(2) on path+".lock" (created 0600), shared or
-// exclusive. The lock file is never replaced, unlike path itself, so every
-// process locks the same inode.
-func lockPath(path string, exclusive bool) (unlock func(), err error) {
-	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+// Lock takes a flock(2) on path (created 0600 if missing), shared or
+// exclusive, waiting for it. Closing the returned unlock releases it. Lock
+// a file that is never replaced, so every process locks the same inode.
+func Lock(path string, exclusive bool) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package backend
-
-// lockPath is a no-op where flock(2) is missing: the module does not build
-// there anyway (see the README); this keeps the package compiling.
-func lockPath(string, bool) (func(), error) { return func() {}, nil }

@@ -52,10 +52,11 @@ func tokenFromFD(lookup func(string) (string, bool)) (func(string) (string, bool
 	if err != nil || fd < 3 {
 		return nil, fmt.Errorf("%s=%q: want the number of an inherited file descriptor holding the backend token (3 or more)", EnvTokenFD, v)
 	}
-	f := os.NewFile(uintptr(fd), "backend-token-fd")
-	if f == nil {
-		return nil, fmt.Errorf("%s=%d: no such file descriptor", EnvTokenFD, fd)
+	if !fdOpen(fd) {
+		return nil, fmt.Errorf("%s=%d: descriptor %d is not open; the launcher must pass the backend token on it "+
+			"(or unset %s and set backend.token_file)", EnvTokenFD, fd, fd, EnvTokenFD)
 	}
+	f := os.NewFile(uintptr(fd), "backend-token-fd")
 	type read struct {
 		b   []byte
 		err error
@@ -76,7 +77,8 @@ func tokenFromFD(lookup func(string) (string, bool)) (func(string) (string, bool
 	}
 	f.Close() // children must not inherit it
 	if r.err != nil {
-		return nil, fmt.Errorf("%s=%d: read the backend token: %w", EnvTokenFD, fd, r.err)
+		return nil, fmt.Errorf("%s=%d: cannot read the backend token from it (%w); the launcher must write the token to a pipe "+
+			"on that descriptor and close its end (or unset %s and set backend.token_file)", EnvTokenFD, fd, r.err, EnvTokenFD)
 	}
 	if len(r.b) > maxTokenFromFD {
 		return nil, fmt.Errorf("%s=%d: more than %d bytes; it must hold only the backend token", EnvTokenFD, fd, maxTokenFromFD)

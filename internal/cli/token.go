@@ -107,8 +107,15 @@ func runTokenCreate(a *App, o tokenCreateOptions, now time.Time) error {
 	}
 	fmt.Fprintf(a.Stderr, "created token %s %q with the scopes %s; it is shown only this once and will not be shown again "+
 		"(only its hash is kept, in %s)\n", e.ID, e.Name, tokens.SetOf(e.Scopes), file.Path())
-	fmt.Fprintf(a.Stderr, "log in at %s/login with it (the dashboard then shows what it may do), or send it as "+
-		"\"Authorization: Bearer <token>\"; revoke it with: claude-relay token revoke %s\n", a.dashboardURL(), e.Name)
+	if tokens.SetOf(e.Scopes).Has(tokens.Read) {
+		fmt.Fprintf(a.Stderr, "log in at %s/login with it (the dashboard then shows what it may do), or send it as "+
+			"\"Authorization: Bearer <token>\"; revoke it with: claude-relay token revoke %s\n", a.dashboardURL(), e.Name)
+		return nil
+	}
+	// A token without read cannot log in: say where it goes instead.
+	fmt.Fprintf(a.Stderr, "give it to a helper as backend.token (or backend.token_file; the VS Code extension: "+
+		"\"Claude Relay: Set Backend Token\"), or send it as \"Authorization: Bearer <token>\"; it cannot log in to the "+
+		"dashboard; revoke it with: claude-relay token revoke %s\n", e.Name)
 	return nil
 }
 

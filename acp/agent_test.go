@@ -399,6 +399,16 @@ func TestACPImageAndResourcePrompt(t *testing.T) {
 	if body := string(last.Body); !strings.Contains(body, "remember the pixel") || !strings.Contains(body, "@/w/notes.md") {
 		t.Errorf("the resource did not reach the model: %.500s", body)
 	}
+	// The backend is told what was asked: the text and the mention, every
+	// block described; the run's start at session/new is idle.
+	sent := e.spool.messagesSent(t, string(id))
+	if len(sent) != 1 || sent[0].Prompt != "what is this?\n\n@/w/notes.md" || len(sent[0].Blocks) != 3 ||
+		sent[0].Blocks[1].Type != "image" || sent[0].Blocks[2].Type != "resource" || sent[0].Blocks[2].SHA256 == "" {
+		t.Errorf("relay.message_sent %+v, want the prompt's text and its three blocks", sent)
+	}
+	if rs := e.spool.runStarted(t, string(id)); !rs.Idle || rs.Prompt != "" {
+		t.Errorf("relay.run_started %+v, want an idle start without a prompt", rs)
+	}
 }
 
 // set_model and the config options switch the model; fork starts a new

@@ -274,7 +274,7 @@ func (s *session) send(u acpsdk.SessionUpdate) {
 
 // prompt runs one turn and answers when it ends.
 func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock) (acpsdk.PromptResponse, error) {
-	content, err := promptContent(blocks)
+	content, rec, err := promptContent(blocks)
 	if err != nil {
 		return acpsdk.PromptResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
@@ -299,7 +299,7 @@ func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock) (acp
 		runID = s.runID
 		s.mu.Unlock()
 	}
-	if err := s.a.opts.Core.Send("", runID, t.inter, "", content); err != nil {
+	if err := s.a.opts.Core.Send("", runID, t.inter, relay.Message{Content: content, Record: &rec}); err != nil {
 		s.clearTurn(t)
 		return acpsdk.PromptResponse{}, errOf(err)
 	}

@@ -55,7 +55,7 @@ func filter(in io.Reader, toSDK *io.PipeWriter, out *lineWriter) {
 		line, err := lr.Next()
 		switch {
 		case errors.Is(err, ndjson.ErrLineTooLong):
-			writeError(out, nil, -32600, "Invalid request", "message over 8 MiB")
+			writeError(out, nil, -32600, "Invalid request", "message over 8 MiB ignored: refer to big files with resource links, which the CLI reads itself, rather than embedding them")
 			continue
 		case err != nil:
 			toSDK.CloseWithError(err)

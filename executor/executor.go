@@ -71,7 +71,8 @@ func New(opts Options) *Executor {
 }
 
 // CleanupOrphans kills what runs of a crashed helper left behind (recorded in
-// the Registry) and removes their records. Call it once at start.
+// the Registry) and removes their records, but those naming a Spool key: their
+// runs' ends are still to be posted (relay.EndDeadRuns). Call it once at start.
 func (e *Executor) CleanupOrphans(ctx context.Context) (proc.CleanupReport, error) {
 	if e.opts.Registry == nil {
 		return proc.CleanupReport{}, nil

@@ -24,6 +24,9 @@ type Input struct {
 	Content json.RawMessage           // InputSend: the user message content, a JSON string or an array of content blocks
 	Mode    streamjson.PermissionMode // InputSetMode
 	Model   string                    // InputSetModel ("" = the default model)
+	// Interaction (InputSend) is the interaction the send's turn belongs
+	// to: the run's registry record names it once the turn starts.
+	Interaction string
 	// Done, when set (buffered by the sender), gets nil once the CLI
 	// confirmed (set_mode, set_model: its control response; interrupt: sent)
 	// or the message was queued (send), else an error.

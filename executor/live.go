@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
 
@@ -27,11 +28,18 @@ type liveLoop struct {
 	inputs  <-chan Input
 	busy    bool     // a turn runs: a user message was written and its result not yet seen
 	started int      // user messages written (turns started), the prompt included
-	queue   [][]byte // user message lines waiting for the running turn to end
+	queue   []queued // sends waiting for the running turn to end
 	ending  bool     // end asked for (InputEnd, idle, Inputs closed): close stdin once the queue is done
 	closed  bool     // we closed stdin (or asked the writer to)
 	idle    *time.Timer
 	idleC   <-chan time.Time // nil unless the idle timer is armed
+}
+
+// queued is a send waiting for its turn: its user message line and the
+// interaction its turn belongs to.
+type queued struct {
+	line        []byte
+	interaction string
 }
 
 // turnSignal carries turn ends from the stdout reader to the run loop. The
@@ -120,21 +128,27 @@ func (r *run) send(in Input) {
 		return
 	}
 	if r.lv.busy {
-		r.lv.queue = append(r.lv.queue, line)
+		r.lv.queue = append(r.lv.queue, queued{line: line, interaction: in.Interaction})
 		answer(in.Done, nil)
 		return
 	}
-	r.startTurn(line, in.Done)
+	r.startTurn(queued{line: line, interaction: in.Interaction}, in.Done)
 }
 
-// startTurn writes a user message: the CLI starts a turn at once.
-func (r *run) startTurn(line []byte, done chan<- error) {
+// startTurn writes a user message: the CLI starts a turn at once. The run's
+// record names the turn's interaction from now on, so a helper start after
+// a crash ends the turn that ran.
+func (r *run) startTurn(q queued, done chan<- error) {
+	if q.interaction != "" && r.spool != (proc.SpoolKey{}) && q.interaction != r.spool.InteractionID {
+		r.spool.InteractionID = q.interaction
+		r.register()
+	}
 	r.lv.busy = true
 	r.lv.started++
 	r.stopIdle()
 	r.act.mark() // the turn's silence counts from its start
 	r.w.add(writeOp{
-		write: func() error { return r.peer.writeLine(line) },
+		write: func() error { return r.peer.writeLine(q.line) },
 		done: func(err error) {
 			if err != nil {
 				err = fmt.Errorf("%w: the message was not delivered to the Claude CLI: %w", ErrRunEnding, err)
@@ -272,9 +286,9 @@ func (r *run) onTurnsEnded() {
 	}
 	r.stallCleared()
 	if len(r.lv.queue) > 0 {
-		line := r.lv.queue[0]
+		next := r.lv.queue[0]
 		r.lv.queue = r.lv.queue[1:]
-		r.startTurn(line, nil)
+		r.startTurn(next, nil)
 		return
 	}
 	if r.lv.ending {

@@ -594,3 +594,58 @@ func TestRealForkWithSessionID(t *testing.T) {
 		t.Error("the fork lost the history")
 	}
 }
+
+// A live run's registry record names the interaction of the turn that runs,
+// from the moment it starts, so that a start after a crash ends that turn;
+// the record is gone once the run ended.
+func TestLiveRecordFollowsTheTurn(t *testing.T) {
+	reg := &proc.Registry{Dir: filepath.Join(t.TempDir(), "runs")}
+	env := newRealEnv(t, mockapi.Script{
+		mockapi.TextTurn("one"),
+		{Blocks: []mockapi.Block{mockapi.Text("two, slowly streamed")}, DeltaDelay: 150 * time.Millisecond},
+		mockapi.TextTurn("three"),
+	}, func(o *Options) { o.Registry = reg })
+	recorded := func() proc.Record {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(reg.Dir, "live-rec.json"))
+		if err != nil {
+			t.Fatalf("the run's record: %v", err)
+		}
+		var rec proc.Record
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	lr := startLive(t, env, Request{RunID: "live-rec", Prompt: "first", KeepAlive: true,
+		Spool: proc.SpoolKey{SessionID: "s1", InteractionID: "i1"}})
+	lr.turn(1)
+	if got := recorded().Spool; got != (proc.SpoolKey{SessionID: "s1", InteractionID: "i1"}) {
+		t.Errorf("during turn 1 the record names %+v", got)
+	}
+	started := recorded().Started
+	send := func(text, inter string) {
+		b, _ := json.Marshal(text)
+		if err := lr.input(Input{Kind: InputSend, Content: b, Interaction: inter}); err != nil {
+			t.Fatalf("send %q: %v", text, err)
+		}
+	}
+	send("second", "i2") // idle: turn 2 starts at once
+	if got := recorded().Spool.InteractionID; got != "i2" {
+		t.Errorf("once turn 2 started the record names %q, want i2", got)
+	}
+	send("third", "i3") // queued behind turn 2
+	lr.turn(3)
+	if rec := recorded(); rec.Spool.InteractionID != "i3" || !rec.Started.Equal(started) {
+		t.Errorf("during turn 3 the record names %q, started %v; want i3, started %v as at first", rec.Spool.InteractionID, rec.Started, started)
+	}
+	if err := lr.input(Input{Kind: InputEnd}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := lr.wait(); err != nil || res.Status != StatusCompleted {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(reg.Dir, "live-rec.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the record outlived the run: %v", err)
+	}
+}

@@ -50,6 +50,9 @@ type run struct {
 
 	act activity // the CLI's output and what it waits for, for the watchdog
 	wd  watchdog // the watchdog's timers, owned by the loop
+
+	recorded time.Time     // when the run was first registered; the loop's
+	spool    proc.SpoolKey // where the run's events go now (Request.Spool, then each turn's); the loop's
 }
 
 // Run executes one request to its end and returns its Result, which is never
@@ -83,7 +86,7 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 	}
 	r := &run{e: e, req: req, obs: obs, approver: approver,
 		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}),
-		lv: liveLoop{inputs: req.Inputs, busy: !req.Idle, started: 1}, turns: newTurnSignal(), w: newStdinWriter()}
+		lv: liveLoop{inputs: req.Inputs, busy: !req.Idle, started: 1}, turns: newTurnSignal(), w: newStdinWriter(), spool: req.Spool}
 	if req.Idle {
 		r.lv.started = 0
 	}
@@ -385,8 +388,12 @@ func (r *run) register() {
 	if r.e.opts.Registry == nil {
 		return
 	}
+	if r.recorded.IsZero() {
+		r.recorded = time.Now()
+	}
 	self, _ := proc.Lookup(os.Getpid())
-	rec := proc.Record{RunID: r.req.RunID, Token: r.tree.Token, Helper: self, CLI: r.tree.Root, PGID: r.tree.PGID, Started: time.Now()}
+	rec := proc.Record{RunID: r.req.RunID, Token: r.tree.Token, Helper: self, CLI: r.tree.Root, PGID: r.tree.PGID, Started: r.recorded,
+		Spool: r.spool}
 	if err := r.e.opts.Registry.Register(rec); err != nil {
 		r.e.log.Warn("cannot record the run; a crash could leave it running", "run_id", r.req.RunID, "err", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -55,7 +56,13 @@ type Request struct {
 	Idle bool
 	// SessionID (a UUID) is the conversation ID a new conversation gets
 	// (--session-id), so a front end knows it before the CLI says it.
-	SessionID   string
+	SessionID string
+	// Spool is where the run's events go, kept in the run's registry
+	// record so that the next helper start can post the run's end if this
+	// helper dies first. A live run's record follows its turns: each
+	// InputSend's Interaction from the moment its turn starts. Zero: the
+	// record names none, and nothing is posted for the run.
+	Spool       proc.SpoolKey
 	IdleTimeout time.Duration // keep_alive: end the run after this long with no turn running (0 = 30m)
 	// Inputs carries follow-ups and mid-run control for a KeepAlive run
 	// (nil: none); a run that is not KeepAlive takes InputInterrupt,

@@ -78,7 +78,7 @@ func (s *Server) live(cmd Command) {
 			s.emitError(cmd.RequestID, CodeMissingField, "missing field: prompt (or content)")
 			return
 		}
-		err = s.core.Send(cmd.RequestID, cmd.RunID, cmd.InteractionID, prompt, cmd.Content)
+		err = s.core.Send(cmd.RequestID, cmd.RunID, cmd.InteractionID, relay.Message{Prompt: prompt, Content: cmd.Content})
 	case ActionInterrupt:
 		err = s.core.Interrupt(cmd.RequestID, cmd.RunID)
 	case ActionSetMode:

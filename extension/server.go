@@ -156,7 +156,8 @@ func (s *Server) readCommands(in io.Reader) {
 			return
 		}
 		if err != nil {
-			s.emitError("", CodeLineTooLong, fmt.Sprintf("command line over %d bytes ignored", s.opts.MaxLine))
+			s.emitError("", CodeLineTooLong, fmt.Sprintf("command line over %d bytes ignored (its request_id is unread); "+
+				`send long text or big files as content blocks that name a path, such as {"type":"file","path":"…"}, which the helper reads from disk`, s.opts.MaxLine))
 			continue
 		}
 		if len(strings.TrimSpace(string(line))) == 0 {

@@ -75,21 +75,23 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 		envs = []Envelope{e}
 	}
 	type result struct {
-		Status int    `json:"status"`
-		Error  string `json:"error,omitempty"`
+		EventID   string `json:"event_id"`
+		Status    int    `json:"status"`
+		Duplicate bool   `json:"duplicate,omitempty"`
+		Error     string `json:"error,omitempty"`
 	}
 	var results []result
 	s.mu.Lock()
 	for _, e := range envs {
 		switch {
 		case strings.Contains(string(e.EventData), "reject-me"):
-			results = append(results, result{400, "rejected by test"})
+			results = append(results, result{EventID: e.EventID, Status: 400, Error: "rejected by test"})
 		case s.seen[e.EventID]:
-			results = append(results, result{200, ""})
+			results = append(results, result{EventID: e.EventID, Status: 200, Duplicate: true})
 		default:
 			s.seen[e.EventID] = true
 			s.commits[e.SessionID] = append(s.commits[e.SessionID], e.Seq)
-			results = append(results, result{201, ""})
+			results = append(results, result{EventID: e.EventID, Status: 201})
 		}
 	}
 	s.mu.Unlock()
@@ -101,8 +103,9 @@ func (s *sink) serve(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"results": results})
 		return
 	}
+	// As the reference backend answers a single event.
 	w.WriteHeader(results[0].Status)
-	io.WriteString(w, `{}`)
+	json.NewEncoder(w).Encode(results[0])
 }
 
 // committed returns a copy of the commits.

@@ -71,9 +71,10 @@ func (s *fastSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The bodies are ours: counting the event_id keys counts the events.
 	body := buf.Bytes()
-	n := bytes.Count(body, eventIDKey)
+	ids := eventIDs(body)
+	n := len(ids)
 	if s.onCommit != nil {
-		s.onCommit(eventIDs(body), time.Now())
+		s.onCommit(ids, time.Now())
 	}
 	s.events.Add(int64(n))
 	if !strings.HasSuffix(r.URL.Path, "/batch") {
@@ -81,13 +82,17 @@ func (s *fastSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{}`))
 		return
 	}
-	out := make([]byte, 0, 16+16*n)
+	// Results name their events, as the reference backend's do: only
+	// such a result acknowledges an event.
+	out := make([]byte, 0, 16+64*n)
 	out = append(out, `{"results":[`...)
-	for i := range n {
+	for i, id := range ids {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, `{"status":201}`...)
+		out = append(out, `{"event_id":"`...)
+		out = append(out, id...)
+		out = append(out, `","status":201}`...)
 	}
 	_, _ = w.Write(append(out, "]}"...))
 }

@@ -1,6 +1,8 @@
 package forwarder
 
 import (
+	"github.com/claude-relay/claude-relay/internal/wire"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -59,25 +61,25 @@ func (l *ledger) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	results := make([]map[string]int, len(envs))
+	results := make([]wire.BatchResult, len(envs))
 	l.mu.Lock()
 	for i, e := range envs {
 		l.posts[e.EventID]++
-		status := http.StatusOK
+		res := wire.BatchResult{EventID: e.EventID, Status: http.StatusOK, Duplicate: true}
 		if l.posts[e.EventID] == 1 {
 			e.EventData = nil
 			l.commits = append(l.commits, e)
-			status = http.StatusCreated
+			res.Status, res.Duplicate = http.StatusCreated, false
 		}
-		results[i] = map[string]int{"status": status}
+		results[i] = res
 	}
 	l.mu.Unlock()
 	if batch {
-		_ = json.NewEncoder(w).Encode(map[string]any{"results": results})
+		_ = json.NewEncoder(w).Encode(wire.BatchResponse{Results: results})
 		return
 	}
-	w.WriteHeader(results[0]["status"])
-	_, _ = io.WriteString(w, `{}`)
+	w.WriteHeader(results[0].Status)
+	_ = json.NewEncoder(w).Encode(results[0])
 }
 
 // resent counts arrivals beyond the first, over all events.

@@ -51,7 +51,12 @@ const (
 	batchSent                        // the settled records are done; batch the rest
 	batchSingly                      // post the next record alone
 	batchSplit                       // the batch was too large: send smaller ones
+	batchIsolate                     // the batch was refused with 5xx again and again: post its events alone
 )
+
+// isolateAfter is how many 5xx in a row (503 aside) a batch gets before its
+// events go alone, where one that the backend cannot store is found.
+const isolateAfter = 3
 
 type client struct {
 	f     *Forwarder
@@ -70,19 +75,34 @@ func newClient(f *Forwarder) *client {
 		t.MaxIdleConnsPerHost = 256
 		tr = t
 	}
-	rc.HTTPClient = &http.Client{Timeout: f.opts.AttemptTimeout, Transport: tr}
+	rc.HTTPClient = &http.Client{Timeout: f.opts.AttemptTimeout, Transport: tr,
+		// A redirect is not the backend's answer: a POST followed as a GET
+		// would get some page's 200. It is judged, and reported, as is.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	rc.RetryMax = 1<<31 - 1 // for ever, while running: we never drop an event
 	rc.RetryWaitMin, rc.RetryWaitMax = f.opts.MinBackoff, f.opts.MaxBackoff
 	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		t, _ := ctx.Value(tryKey{}).(*try)
+		if t != nil && t.probe && ctx.Err() == nil {
+			return false, nil // a canary gets one attempt
+		}
 		retry, cerr := checkRetry(ctx, resp, err)
+		if retry && t != nil && f.giveUp(t, resp) {
+			return false, nil // the caller takes it from here
+		}
 		if retry {
-			f.noteTransient(ctx, resp, err)
+			f.noteTransient(t, resp, err)
 		}
 		return retry, cerr
 	}
 	rc.Backoff = f.opts.Backoff
 	rc.Logger = leveled{f.log}
 	rc.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, attempt int) {
+		if t, ok := req.Context().Value(tryKey{}).(*try); ok {
+			// Did the backend store anything since this request last
+			// failed? Then a refusal now is about this request.
+			t.evidence = f.storedAt.Load() > int64(t.last)
+		}
 		// Read the token on every attempt: a reloaded token applies at once.
 		if tok := f.opts.Token(); tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
@@ -110,20 +130,94 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	if err != nil {
 		return true, nil
 	}
-	switch c := resp.StatusCode; {
-	case c == http.StatusRequestTimeout, c == http.StatusTooEarly, c == http.StatusTooManyRequests, c >= 500:
-		return true, nil
-	}
-	return false, nil
+	return retryable(resp.StatusCode), nil
 }
 
-// sessionKey carries the session spool in a request's context, so a retry
-// can be told to its session's last error.
-type sessionKey struct{}
+// A poison event, one the backend refuses with a 5xx however often it is
+// sent while it stores other events, would hold its session's later events
+// back for ever. It is dead-lettered (reported, kept whole in dead/, sent
+// again by `spool flush --dead-letters`) when both of these hold:
+//
+//   - it was refused with a 5xx other than 503 Options.PoisonAfter times
+//     in a row (20 by default: several minutes at the capped backoff); an
+//     attempt that fails otherwise (a transport error, 408, 429, 503)
+//     starts the count again;
+//   - between its previous failed attempt and the last one, the backend
+//     stored another event: a request of another session of this process
+//     was answered "stored" in that window, or else the session's next
+//     event, posted once as a canary after a refusal, was (it is not
+//     acknowledged then: it goes again in its turn, and the backend
+//     de-duplicates it). The backend stored something, and then refused
+//     this event again.
+//
+// A backend that is down for everyone (connection refused, 503, a proxy's
+// 502, 500 for every event while its database is away) stores nothing, so
+// the second condition never holds: every event stays queued and is
+// retried for ever, and an outage dead-letters nothing. A poison event
+// with nothing behind it and no other session delivering blocks nothing;
+// it waits, retried, until an event comes after it.
+
+// try is one request's delivery state across its attempts, carried in its
+// context, so that CheckRetry can count refusals.
+type try struct {
+	s      *sessionSpool
+	batch  bool        // a batch: its events go alone after isolateAfter refusals
+	probe  bool        // a canary: one attempt, never retried
+	canary func() bool // posts the next event once; true when the backend stored it
+
+	refused  int           // refusals in a row: 5xx other than 503
+	last     time.Duration // when the latest failed attempt failed (since the epoch)
+	evidence bool          // the backend stored something between that failure and the current attempt
+	poison   bool          // CheckRetry gave the event up as poison
+}
+
+type tryKey struct{}
+
+// since is the time since the forwarder's epoch, on the monotonic clock.
+func (f *Forwarder) since() time.Duration { return time.Since(f.epoch) }
+
+// noteStored records that the backend just answered "stored": evidence,
+// for events it refuses afterwards, that it stores events.
+func (f *Forwarder) noteStored() {
+	now := int64(f.since())
+	for {
+		cur := f.storedAt.Load()
+		if now <= cur || f.storedAt.CompareAndSwap(cur, now) {
+			return
+		}
+	}
+}
+
+// giveUp counts a retryable failure of t's request and says whether to
+// stop retrying it: a batch refused isolateAfter times in a row, or an
+// event found to be poison.
+func (f *Forwarder) giveUp(t *try, resp *http.Response) bool {
+	now := f.since()
+	defer func() { t.last = now }()
+	if resp == nil || resp.StatusCode < 500 || resp.StatusCode == http.StatusServiceUnavailable {
+		t.refused = 0 // not a refusal of this request's content
+		return false
+	}
+	t.refused++
+	if t.batch {
+		return t.refused >= isolateAfter
+	}
+	if f.opts.PoisonAfter < 0 || t.refused < f.opts.PoisonAfter {
+		return false
+	}
+	if t.evidence {
+		t.poison = true
+		return true
+	}
+	if t.canary != nil {
+		t.canary() // if it is stored, the next attempt has its evidence
+	}
+	return false
+}
 
 // noteTransient keeps a retried failure as the last error (for `spool
 // status` and `status`), writing the session's file only when it changes.
-func (f *Forwarder) noteTransient(ctx context.Context, resp *http.Response, err error) {
+func (f *Forwarder) noteTransient(t *try, resp *http.Response, err error) {
 	msg := "backend unreachable"
 	switch {
 	case err != nil:
@@ -132,10 +226,10 @@ func (f *Forwarder) noteTransient(ctx context.Context, resp *http.Response, err 
 		msg = fmt.Sprintf("backend answered HTTP %d; retrying", resp.StatusCode)
 	}
 	f.setLastError(msg)
-	s, _ := ctx.Value(sessionKey{}).(*sessionSpool)
-	if s == nil {
+	if t == nil || t.s == nil {
 		return
 	}
+	s := t.s
 	if prev := s.lastNote.Swap(&msg); prev == nil || *prev != msg {
 		noteError(s.dir, "delivery: "+msg)
 		s.erred.Store(true)
@@ -218,7 +312,8 @@ func (f *Forwarder) idle(s *sessionSpool, rd *spoolReader) bool {
 // send delivers recs in order; it returns false when the forwarder stopped
 // before they were all delivered or dead-lettered. A batch the backend
 // refuses as too large is split in halves down to single events, never
-// dead-lettered as a whole.
+// dead-lettered as a whole; one it keeps refusing with 5xx is posted event
+// by event, where an event it cannot store is found.
 func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
 	span := len(recs) // the most records per batch
 	for len(recs) > 0 {
@@ -231,6 +326,12 @@ func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
 			case batchSplit:
 				span = n / 2
 				continue
+			case batchIsolate:
+				span = 1
+				if !f.sleep(f.opts.Backoff(f.opts.MinBackoff, f.opts.MaxBackoff, isolateAfter, nil)) {
+					return false
+				}
+				continue
 			case batchSent:
 				continue
 			}
@@ -238,10 +339,17 @@ func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
 				continue
 			}
 		}
-		if !f.sendOne(s, recs[0]) {
+		r, rest := recs[0], recs[1:]
+		next := func() (record, bool) {
+			if len(rest) > 0 {
+				return rest[0], true
+			}
+			return f.peek(s, r.end)
+		}
+		if !f.sendOne(s, r, next) {
 			return false
 		}
-		recs = recs[1:]
+		recs = rest
 	}
 	return true
 }
@@ -258,47 +366,139 @@ func batchable(recs []record, span int) int {
 	return max(n, 1)
 }
 
-// sendOne posts a single event until it is stored or dead-lettered.
-func (f *Forwarder) sendOne(s *sessionSpool, r record) bool {
-	u := f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events"
-	for {
-		status, body, err := f.post(s, u, r.payload, r.eventID)
-		switch {
-		case err != nil:
-			return false // only when stopped: transport errors are retried inside
-		case status == http.StatusCreated || status == http.StatusOK:
-			f.acked(s, r, 1)
-			return true
-		case status == http.StatusUnauthorized || status == http.StatusForbidden:
-			if !f.waitForAuth(s, status) {
-				return false
+// sendOne posts a single event until it is stored or dead-lettered; next
+// returns the event after it, for a canary.
+func (f *Forwarder) sendOne(s *sessionSpool, r record, next func() (record, bool)) bool {
+	v, resp, ok := f.deliverEvent(s, r, r.payload, next)
+	switch {
+	case !ok:
+		return false
+	case v == verdictStored:
+		f.acked(s, r, 1)
+		return true
+	case v == verdictTooLarge:
+		return f.oversize(s, r, resp.body)
+	}
+	// Refused for good, or poison.
+	for !f.deadLetter(s, r, resp.status, string(resp.body), resp.refusals) {
+		if !f.pause() { // no dead-letter file (disk full?): keep the event, retry
+			return false
+		}
+	}
+	return true
+}
+
+// deliverEvent posts body, the envelope of r or its stand-in, alone until
+// an answer settles it: stored, too large, refused for good, or poison
+// (verdictRetry). A refused token and an answer that is not a claude-relay
+// backend's are reported and waited out: the event stays. ok is false when
+// the forwarder stopped first.
+func (f *Forwarder) deliverEvent(s *sessionSpool, r record, body []byte, next func() (record, bool)) (v verdict, resp response, ok bool) {
+	u := f.eventURL(s)
+	t := &try{s: s}
+	if next != nil {
+		t.canary = func() bool { return f.canary(s, next) }
+	}
+	t.last = f.since() // evidence counts from here
+	for waits := 1; ; {
+		resp, err := f.post(t, u, body, r.eventID)
+		if err != nil {
+			return 0, resp, false
+		}
+		v := judge(resp, r.eventID)
+		if v == verdictAuth || v == verdictForeign {
+			// Neither is the backend refusing this event: a poison count
+			// starts again after it.
+			t.refused, t.last = 0, f.since()
+		}
+		switch v {
+		case verdictStored:
+			f.noteStored()
+			return v, resp, true
+		case verdictAuth:
+			if !f.waitForAuth(s, resp.status) {
+				return v, resp, false
 			}
-		case status == http.StatusRequestEntityTooLarge:
-			return f.oversize(s, r, body)
+		case verdictForeign, verdictRetry:
+			if v == verdictRetry && t.poison {
+				resp.refusals = t.refused
+				return v, resp, true
+			}
+			if v == verdictForeign {
+				f.notBackend(s, notBackendMessage(http.MethodPost, u, resp))
+			}
+			if !f.sleep(f.opts.Backoff(f.opts.MinBackoff, f.opts.MaxBackoff, waits, nil)) {
+				return v, resp, false
+			}
+			waits++
 		default:
-			if f.deadLetter(s, r, status, string(body)) {
-				return true
-			}
-			if !f.pause() { // no dead-letter file (disk full?): keep the event, retry
-				return false
-			}
+			return v, resp, true
 		}
 	}
 }
 
+func (f *Forwarder) eventURL(s *sessionSpool) string {
+	return f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events"
+}
+
+// canary posts the event after one under suspicion, once, and reports
+// whether the backend stored it.
+func (f *Forwarder) canary(s *sessionSpool, next func() (record, bool)) bool {
+	c, ok := next()
+	if !ok {
+		return false // nothing waits behind the suspect, so it blocks nothing
+	}
+	resp, err := f.post(&try{s: s, probe: true}, f.eventURL(s), c.payload, c.eventID)
+	if err != nil || judge(resp, c.eventID) != verdictStored {
+		return false
+	}
+	f.noteStored()
+	f.log.Debug("the backend stored the next event of a session while refusing the one before it", "session_id", s.id, "event_id", c.eventID)
+	return true
+}
+
+// peek reads the record at p in s's spool, leaving the delivery reader
+// where it is.
+func (f *Forwarder) peek(s *sessionSpool, p pos) (record, bool) {
+	rd := &spoolReader{s: s, at: p, skipped: p}
+	defer rd.close()
+	recs, err := rd.read(1, maxBatchBytes)
+	if err != nil || len(recs) == 0 {
+		return record{}, false
+	}
+	return recs[0], true
+}
+
+// notBackend reports an answer that is not a claude-relay backend's, once
+// until the session delivers again; it stays the last error meanwhile.
+func (f *Forwarder) notBackend(s *sessionSpool, msg string) {
+	if s.notBackend.Swap(true) {
+		f.setLastError(msg)
+		return
+	}
+	f.report(s, Error{Code: CodeNotBackend, SessionID: s.id, Message: msg})
+}
+
 // pause waits MaxBackoff after a local failure; false when the forwarder
 // stopped meanwhile.
-func (f *Forwarder) pause() bool {
+func (f *Forwarder) pause() bool { return f.sleep(f.opts.MaxBackoff) }
+
+// sleep waits d; false when the forwarder stopped meanwhile.
+func (f *Forwarder) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-f.ctx.Done():
 		return false
-	case <-time.After(f.opts.MaxBackoff):
+	case <-t.C:
 		return true
 	}
 }
 
 // sendBatch posts recs to the batch endpoint. It returns how many records
-// were settled, and what to do next.
+// were settled, and what to do next. Only a per-event result naming the
+// event's event_id acknowledges it; an answer that cannot be matched to
+// the events sends them alone, where each answer is judged.
 func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, batchOutcome) {
 	u := f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events/batch"
 	var body bytes.Buffer
@@ -310,9 +510,10 @@ func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, batchOutcome
 		body.Write(r.payload)
 	}
 	body.WriteString("]}")
+	t := &try{s: s, batch: true}
 	for {
-		status, resp, err := f.post(s, u, body.Bytes(), "")
-		switch {
+		resp, err := f.post(t, u, body.Bytes(), "")
+		switch status := resp.status; {
 		case err != nil:
 			return 0, batchStopped
 		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
@@ -331,23 +532,37 @@ func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, batchOutcome
 			// alone.
 			f.log.Debug("backend refused a batch as too large; splitting it", "session_id", s.id, "events", len(recs), "bytes", body.Len())
 			return 0, batchSplit
+		case status >= 500:
+			f.log.Debug("backend refused a batch again and again; posting its events one by one", "session_id", s.id, "status", status)
+			return 0, batchIsolate
 		case status != http.StatusOK:
 			return 0, batchSingly // another refusal of the whole batch: isolate events
 		}
-		f.client.batch.CompareAndSwap(batchUnknown, batchYes)
 		var out wire.BatchResponse
-		if json.Unmarshal(resp, &out) != nil || len(out.Results) != len(recs) {
-			return 0, batchSingly // a response we cannot match to events: post singly
+		if json.Unmarshal(resp.body, &out) != nil || len(out.Results) != len(recs) {
+			return 0, batchSingly // not a batch answer (a web server's page?): alone, every answer is judged
 		}
+		if out.Results[0].EventID == "" && f.client.batch.CompareAndSwap(batchUnknown, batchNo) {
+			f.log.Info("backend's batch results name no event_id; posting events one by one")
+			return 0, batchSingly
+		}
+		f.client.batch.CompareAndSwap(batchUnknown, batchYes)
 		for i, res := range out.Results {
 			switch {
-			case res.Status == http.StatusCreated || res.Status == http.StatusOK:
+			case storedResult(res, recs[i].eventID):
+				f.noteStored()
 				f.acked(s, recs[i], 1)
-			case res.Status == http.StatusRequestEntityTooLarge:
-				return i, batchSingly // alone, a 413 gets the event its stand-in
-			case !f.deadLetter(s, recs[i], res.Status, res.Error):
-				// No dead-letter file (disk full?): alone, it waits and
-				// retries; the rest is re-sent, and the backend de-duplicates.
+			case res.EventID == recs[i].eventID && judge(response{status: res.Status}, "") == verdictRefused:
+				if !f.deadLetter(s, recs[i], res.Status, res.Error, 0) {
+					// No dead-letter file (disk full?): alone, it waits
+					// and retries; the rest is re-sent, and the backend
+					// de-duplicates.
+					return i, batchSingly
+				}
+			default:
+				// Not this event's result, a 413 (alone, the event gets its
+				// stand-in), a 5xx or anything else: alone, the event gets
+				// the single-event rules.
 				return i, batchSingly
 			}
 		}
@@ -357,10 +572,10 @@ func (f *Forwarder) sendBatch(s *sessionSpool, recs []record) (int, batchOutcome
 
 // post sends one request with retries; it returns an error only when the
 // forwarder is stopping.
-func (f *Forwarder) post(s *sessionSpool, u string, body []byte, eventID string) (int, []byte, error) {
-	req, err := retryablehttp.NewRequestWithContext(context.WithValue(f.ctx, sessionKey{}, s), http.MethodPost, u, body)
+func (f *Forwarder) post(t *try, u string, body []byte, eventID string) (response, error) {
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(f.ctx, tryKey{}, t), http.MethodPost, u, body)
 	if err != nil {
-		return 0, nil, fmt.Errorf("build request: %w", err)
+		return response{}, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if eventID != "" {
@@ -370,11 +585,12 @@ func (f *Forwarder) post(s *sessionSpool, u string, body []byte, eventID string)
 	resp, err := f.client.http.Do(req)
 	f.inFlight.Add(-1)
 	if err != nil {
-		return 0, nil, err
+		return response{}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, b, nil
+	return response{status: resp.StatusCode, body: b, ctype: resp.Header.Get("Content-Type"),
+		location: resp.Header.Get("Location")}, nil
 }
 
 // waitForAuth reports a refused token loudly and waits for a new token or
@@ -404,21 +620,26 @@ func (f *Forwarder) acked(s *sessionSpool, r record, n int64) {
 	f.bytes.Add(-r.size)
 	f.pending.Add(-n)
 	f.delivered.Add(n)
+	s.notBackend.Store(false)
 	if s.erred.CompareAndSwap(true, false) {
 		os.Remove(filepath.Join(s.dir, lastErrorFile)) // delivering again: the error is history
 		s.lastNote.Store(nil)
 	}
 }
 
-// deadLetter keeps an event the backend refused for good, and moves on. It
-// reports false when the dead letter could not be written: the event stays.
-func (f *Forwarder) deadLetter(s *sessionSpool, r record, status int, reason string) bool {
+// deadLetter keeps an event the backend refused for good, or found to be
+// poison, and moves on. It reports false when the dead letter could not be
+// written: the event stays.
+// refusals is how many refusals in a row made it poison; 0: refused for good.
+func (f *Forwarder) deadLetter(s *sessionSpool, r record, status int, reason string, refusals int) bool {
 	line, _ := json.Marshal(struct {
 		DeadAt   time.Time       `json:"dead_at"`
 		Status   int             `json:"status"`
 		Reason   string          `json:"reason"`
+		Poison   bool            `json:"poison,omitempty"`
+		Backend  string          `json:"backend"` // the destination it was refused by
 		Envelope json.RawMessage `json:"envelope"`
-	}{time.Now().UTC(), status, truncate(reason, 2048), r.payload})
+	}{time.Now().UTC(), status, truncate(reason, 2048), refusals > 0, f.pol.dest, r.payload})
 	if err := appendLine(filepath.Join(f.opts.Dir, "dead", escapeID(s.id)+".jsonl"), line); err != nil {
 		f.report(s, Error{Code: CodeDelivery, SessionID: s.id, Message: "cannot write dead letter: " + err.Error()})
 		return false
@@ -429,8 +650,13 @@ func (f *Forwarder) deadLetter(s *sessionSpool, r record, status int, reason str
 	f.bytes.Add(-r.size)
 	f.pending.Add(-1)
 	f.dl.Add(1)
-	f.report(s, Error{Code: CodeDeadLetter, SessionID: s.id, Status: status,
-		Message: fmt.Sprintf("the backend refused event %s (HTTP %d: %s); kept in the dead-letter file", r.eventID, status, truncate(reason, 200))})
+	msg := fmt.Sprintf("the backend refused event %s (HTTP %d: %s); kept in the dead-letter file", r.eventID, status, truncate(reason, 200))
+	if refusals > 0 {
+		msg = fmt.Sprintf("the backend refused event %s with HTTP %d %d times in a row (%s) while it stored other events; "+
+			"it is kept in the dead-letter file so that the session's later events go on: fix the backend, then "+
+			"`claude-relay spool flush --dead-letters` sends it again", r.eventID, status, refusals, snippet([]byte(reason), 200))
+	}
+	f.report(s, Error{Code: CodeDeadLetter, SessionID: s.id, Status: status, Message: msg})
 	return true
 }
 

@@ -13,11 +13,31 @@
 // a torn or corrupt tail is detected, reported and skipped, never a crash
 // loop, and records before it (and valid ones after it) are delivered.
 //
+// Only the backend's word acknowledges an event: 201, or 200 whose JSON
+// says {"duplicate":true} for that event_id; in a batch, a per-event result
+// naming the event's event_id (answer.go). Anything else that answers (a
+// web server's 200 page at a wrong backend.url, a redirect, a 404 for the
+// event endpoint) acknowledges nothing: the event stays, the error handler
+// hears it once (CodeNotBackend), and delivery goes on trying.
+//
 // Retries go on for ever while running: transport errors, 408, 425, 429 and
 // 5xx back off with full jitter, honouring Retry-After. Other 4xx move the
 // event to a dead-letter file; 401 and 403 are reported loudly and the
 // events stay, so a fixed token delivers them. The backend de-duplicates on
-// event_id, which makes at-least-once delivery exactly-once.
+// event_id, which makes at-least-once delivery exactly-once. One exception
+// to "for ever": a poison event, refused with a 5xx other than 503
+// Options.PoisonAfter times in a row (20) while the backend is seen
+// storing other events in between (another session's, or the session's
+// next event posted once as a canary), is dead-lettered so that its
+// session goes on. A backend down for everyone stores nothing, so an
+// outage dead-letters nothing (deliver.go).
+//
+// Each session spool records the backend its events were spooled for
+// (destination.go): a base URL, or "local:<data dir>" for a data dir's own
+// backend, whose port changes every run. A forwarder delivers only its own
+// destination's spools; others wait for their backend, or for Options.Move
+// (`spool flush --to`). Spools from before destinations were recorded go
+// to the first forwarder that opens them.
 //
 // Size: the helper takes CLI lines larger than a backend may (128 MiB
 // against the reference backend's 8 MiB per event). Batches carry at most

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,6 +40,22 @@ type Options struct {
 	Logger         *slog.Logger
 	Transport      http.RoundTripper // tests; nil: a pooled transport
 	Backoff        func(min, max time.Duration, attempt int, resp *http.Response) time.Duration
+
+	// Destination is the backend these events are for, as recorded in
+	// each session spool (destination.go): URLDestination(BackendURL) by
+	// default; LocalDestination(data dir) for a data dir's own backend,
+	// whose port changes from run to run. Open adopts only spools of this
+	// destination (and those that record none: older spools, once).
+	Destination string
+	// Move takes over spools waiting for another destination (`spool flush
+	// --to`): those it returns true for are re-recorded for Destination
+	// and delivered. Nil: none.
+	Move func(from string) bool
+	// PoisonAfter bounds how long one event may block its session: an
+	// event refused with a 5xx other than 503 this many times in a row is
+	// dead-lettered once the backend is seen storing other events
+	// meanwhile (deliver.go says how); 0 means 20, negative never.
+	PoisonAfter int
 }
 
 // ErrorCode says what kind of problem an Error is. Its text is stable: it
@@ -51,6 +68,7 @@ const (
 	CodeDeadLetter   ErrorCode = "dead_letter"   // the backend refused an event for good
 	CodeCorruptSpool ErrorCode = "corrupt_spool" // unreadable spool bytes were skipped, or a spool could not be opened
 	CodeDelivery     ErrorCode = "delivery"      // a local failure while delivering (reading the spool, writing acks)
+	CodeNotBackend   ErrorCode = "not_backend"   // the URL answers, but not as a claude-relay backend; events wait
 )
 
 // Error is a problem the producer should hear about.
@@ -81,8 +99,17 @@ type Forwarder struct {
 	log    *slog.Logger
 	client *client
 
+	pol   destPolicy
+	epoch time.Time // storedAt is measured from here, on the monotonic clock
+	// storedAt is when (since epoch) the backend last answered "stored":
+	// the evidence that it stores events which an event it refuses again
+	// and again needs before it is called poison (deliver.go).
+	storedAt atomic.Int64
+
 	mu        sync.Mutex
 	sessions  map[string]*sessionSpool
+	elsewhere map[string]int  // sessions Open left for other destinations, per destination
+	moved     map[string]int  // sessions Open took over from other destinations (Move), per destination
 	extra     []*sessionSpool // sibling spools adopted at start, delivered then closed with the rest
 	started   bool            // delivery goroutines run; before Start, attach only registers
 	stopped   bool
@@ -120,7 +147,9 @@ func Open(opts Options) (*Forwarder, error) {
 		return nil, fmt.Errorf("spool directory %s: %w", opts.Dir, err)
 	}
 	f := &Forwarder{opts: opts, log: opts.Logger, sessions: map[string]*sessionSpool{}, drain: make(chan struct{}),
-		onError: opts.OnError}
+		onError: opts.OnError, pol: destPolicy{dest: opts.Destination, move: opts.Move}, epoch: time.Now(),
+		elsewhere: map[string]int{}, moved: map[string]int{}}
+	f.storedAt.Store(-1)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.client = newClient(f)
 	if err := f.adopt(); err != nil {
@@ -219,6 +248,12 @@ func defaults(o *Options) {
 	if o.Backoff == nil {
 		o.Backoff = jitterBackoff
 	}
+	if o.Destination == "" {
+		o.Destination = URLDestination(o.BackendURL)
+	}
+	if o.PoisonAfter == 0 {
+		o.PoisonAfter = 20
+	}
 }
 
 // adopt opens the session spools found on disk; those locked by another
@@ -237,8 +272,13 @@ func (f *Forwarder) adopt() error {
 		if err != nil {
 			continue
 		}
-		s, err := openSessionDir(root, e.Name(), string(id))
-		if errors.Is(err, ErrSessionLocked) {
+		s, err := openSessionDir(root, e.Name(), string(id), f.pol, true)
+		var other *OtherBackendError
+		if errors.Is(err, ErrSessionLocked) || errors.Is(err, errIdle) {
+			continue
+		}
+		if errors.As(err, &other) {
+			f.elsewhere[other.Backend]++
 			continue
 		}
 		if err != nil {
@@ -247,13 +287,29 @@ func (f *Forwarder) adopt() error {
 			f.report(nil, perr)
 			continue
 		}
+		if s.movedFrom != "" {
+			f.moved[s.movedFrom]++
+			f.log.Info("took over a session spool for this backend", "session_id", s.id, "from", s.movedFrom, "to", f.pol.dest)
+		}
 		f.reportRecovered(s)
 		f.mu.Lock()
 		f.attach(s)
 		f.mu.Unlock()
 	}
+	for dest, n := range f.elsewhere {
+		f.log.Warn("the spool holds events for another backend; they stay there (`claude-relay spool status` says how to deliver or move them)",
+			"backend", dest, "sessions", n, "this_backend", f.pol.dest)
+	}
 	return nil
 }
+
+// Elsewhere says, per destination, how many session spools with events
+// waiting Open left because they are for another backend.
+func (f *Forwarder) Elsewhere() map[string]int { return maps.Clone(f.elsewhere) }
+
+// Moved says, per destination, how many session spools Open took over from
+// it for this forwarder's (Options.Move).
+func (f *Forwarder) Moved() map[string]int { return maps.Clone(f.moved) }
 
 // reportRecovered reports corruption that opening s found. Callers hold no
 // lock: report calls out to the handler.
@@ -305,7 +361,7 @@ func (f *Forwarder) session(id string) (*sessionSpool, error) {
 		return s, nil
 	}
 	f.mu.Unlock()
-	s, err := openSessionAny(filepath.Join(f.opts.Dir, "sessions"), id)
+	s, err := openSessionAny(filepath.Join(f.opts.Dir, "sessions"), id, f.pol)
 	if err != nil {
 		return nil, err
 	}

@@ -26,10 +26,16 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// fastOpts are quick options for url. Their destination stands for the
+// data dir's own backend, which a new port does not change: tests that stop
+// a backend and start another on a new port deliver what the first left.
 func fastOpts(dir, url string) Options {
-	return Options{Dir: dir, BackendURL: url, AttemptTimeout: 300 * time.Millisecond,
+	return Options{Dir: dir, BackendURL: url, AttemptTimeout: 300 * time.Millisecond, Destination: testDest,
 		MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond, SyncInterval: 5 * time.Millisecond}
 }
+
+// testDest is fastOpts' destination.
+const testDest = "local:/test/data-dir"
 
 func event(session, interaction string, i int) Event {
 	return Event{SessionID: session, InteractionID: interaction, Type: "assistant", Source: "agent",

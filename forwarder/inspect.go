@@ -2,6 +2,8 @@ package forwarder
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +21,7 @@ const lastErrorFile = "last_error"
 // SessionStatus is what `spool status` shows for one session.
 type SessionStatus struct {
 	SessionID    string    `json:"session_id"`
+	Backend      string    `json:"backend"` // the destination its events wait for; "" when not recorded (an older spool)
 	Pending      int64     `json:"pending"`
 	PendingBytes int64     `json:"pending_bytes"`
 	DeadLettered int64     `json:"dead_lettered"` // Oversize included
@@ -50,7 +53,7 @@ func Inspect(dir string) ([]SessionStatus, error) {
 		if err != nil {
 			continue
 		}
-		st := SessionStatus{SessionID: string(id), Delivering: locked(sdir)}
+		st := SessionStatus{SessionID: string(id), Backend: readDest(sdir), Delivering: locked(sdir)}
 		st.Pending, st.PendingBytes = countPending(sdir)
 		if !strings.Contains(e.Name(), "~") {
 			st.Oversize = countLines(filepath.Join(dir, "dead", e.Name()+oversizeSuffix))
@@ -65,7 +68,9 @@ func Inspect(dir string) ([]SessionStatus, error) {
 			out = append(out, st)
 		}
 	}
-	slices.SortFunc(out, func(a, b SessionStatus) int { return strings.Compare(a.SessionID, b.SessionID) })
+	slices.SortFunc(out, func(a, b SessionStatus) int {
+		return cmp.Or(strings.Compare(a.SessionID, b.SessionID), strings.Compare(a.Backend, b.Backend))
+	})
 	return out, nil
 }
 
@@ -79,13 +84,41 @@ func locked(sdir string) bool {
 }
 
 func countPending(sdir string) (n, size int64) {
-	af, err := os.Open(filepath.Join(sdir, ackFile))
+	for _, u := range unackedSegments(sdir) {
+		f, err := os.Open(u.path)
+		if err != nil {
+			continue
+		}
+		r := newSegmentReader(io.NewSectionReader(f, u.start, u.size-u.start), u.start, u.size)
+		for {
+			if _, _, err := r.next(); err != nil {
+				break
+			}
+			n++
+		}
+		size += u.size - u.start
+		f.Close()
+	}
+	return n, size
+}
+
+// unacked is a segment file with records not yet acknowledged: those from
+// start (the ack's offset in the ack's own segment, else 0) to size.
+type unacked struct {
+	path        string
+	start, size int64
+}
+
+// unackedSegments lists a session spool's segments at or after its ack,
+// from the ack file and the directory alone.
+func unackedSegments(sdir string) []unacked {
 	var ack pos
-	if err == nil {
-		ack = readAck(af)
-		af.Close()
+	if f, err := os.Open(filepath.Join(sdir, ackFile)); err == nil {
+		ack = readAck(f)
+		f.Close()
 	}
 	entries, _ := os.ReadDir(sdir)
+	var out []unacked
 	for _, e := range entries {
 		num, ok := strings.CutPrefix(e.Name(), segPrefix)
 		if !ok {
@@ -95,26 +128,17 @@ func countPending(sdir string) (n, size int64) {
 		if err != nil || seg < ack.seg {
 			continue
 		}
-		f, err := os.Open(filepath.Join(sdir, e.Name()))
+		fi, err := e.Info()
 		if err != nil {
 			continue
 		}
-		fi, _ := f.Stat()
-		start := int64(0)
+		u := unacked{path: filepath.Join(sdir, e.Name()), size: fi.Size()}
 		if seg == ack.seg {
-			start = ack.off
+			u.start = min(ack.off, u.size)
 		}
-		r := newSegmentReader(io.NewSectionReader(f, start, fi.Size()-start), start, fi.Size())
-		for {
-			if _, _, err := r.next(); err != nil {
-				break
-			}
-			n++
-		}
-		size += fi.Size() - start
-		f.Close()
+		out = append(out, u)
 	}
-	return n, size
+	return out
 }
 
 func countLines(path string) int64 {
@@ -134,7 +158,10 @@ func countLines(path string) int64 {
 
 // RequeueDeadLetters puts dead-lettered events back at the end of their
 // sessions' spools, unchanged (same event_id and seq, so the backend still
-// de-duplicates), and removes the dead-letter files. It returns how many.
+// de-duplicates), and removes them from the dead-letter files. It returns
+// how many. Only dead letters of this forwarder's destination are
+// re-queued (and those of destinations Options.Move takes, and those that
+// name none, from before destinations were recorded); the others stay.
 // Events kept after a 413 stay where they are: the backend holds their
 // stand-ins under their event_ids, so it would take them as duplicates.
 func (f *Forwarder) RequeueDeadLetters() (int, error) {
@@ -179,12 +206,18 @@ func (f *Forwarder) requeueFile(path string) (int, error) {
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(make([]byte, 64<<10), maxRecord+4096)
 	n := 0
+	var kept [][]byte // dead letters of other backends: they go back
 	for sc.Scan() {
 		var d struct {
+			Backend  string          `json:"backend"`
 			Envelope json.RawMessage `json:"envelope"`
 		}
 		var env Envelope
 		if json.Unmarshal(sc.Bytes(), &d) != nil || json.Unmarshal(d.Envelope, &env) != nil || env.SessionID == "" {
+			continue
+		}
+		if d.Backend != "" && d.Backend != f.pol.dest && (f.pol.move == nil || !f.pol.move(d.Backend)) {
+			kept = append(kept, bytes.Clone(sc.Bytes()))
 			continue
 		}
 		s, err := f.session(env.SessionID)
@@ -203,6 +236,11 @@ func (f *Forwarder) requeueFile(path string) (int, error) {
 	}
 	if err := sc.Err(); err != nil {
 		return n, fmt.Errorf("read dead letters: %w", err)
+	}
+	for _, line := range kept {
+		if err := appendLine(path, line); err != nil {
+			return n, fmt.Errorf("keep the dead letters of other backends: %w (they are in %s)", err, taken)
+		}
 	}
 	f.syncAll() // the re-queued events are durable before their only other copy goes
 	return n, os.Remove(taken)

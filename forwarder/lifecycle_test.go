@@ -25,7 +25,7 @@ const hangLimit = 30 * time.Second
 func writeSpool(t *testing.T, dir, id string, n int) string {
 	t.Helper()
 	root := filepath.Join(dir, "sessions")
-	s, err := openSessionDir(root, escapeID(id), id)
+	s, err := openSessionDir(root, escapeID(id), id, destPolicy{}, false) // records no backend, as older spools
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -122,7 +121,7 @@ func (f *Forwarder) oversize(s *sessionSpool, r record, reason []byte) bool {
 	limit := limitOf(reason)
 	body, info, eventType, err := standIn(r.payload, limit)
 	if err != nil { // not an envelope we can rewrite: an ordinary dead letter
-		for !f.deadLetter(s, r, http.StatusRequestEntityTooLarge, string(reason)) {
+		for !f.deadLetter(s, r, http.StatusRequestEntityTooLarge, string(reason), 0) {
 			if !f.pause() {
 				return false
 			}
@@ -140,33 +139,24 @@ func (f *Forwarder) oversize(s *sessionSpool, r record, reason []byte) bool {
 			return false
 		}
 	}
-	u := f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events"
-	for {
-		status, resp, err := f.post(s, u, body, r.eventID)
-		switch {
-		case err != nil:
-			return false
-		case status == http.StatusUnauthorized || status == http.StatusForbidden:
-			if !f.waitForAuth(s, status) {
-				return false
-			}
-			continue
-		}
-		f.settleOversize(s, r, info, eventType, path, status, string(resp))
-		return true
+	v, resp, ok := f.deliverEvent(s, r, body, nil)
+	if !ok {
+		return false
 	}
+	f.settleOversize(s, r, info, eventType, path, v == verdictStored, resp.status, string(resp.body))
+	return true
 }
 
 // settleOversize acknowledges r once its stand-in was answered, and says
 // what happened, once.
-func (f *Forwarder) settleOversize(s *sessionSpool, r record, info OversizeInfo, eventType, path string, status int, resp string) {
+func (f *Forwarder) settleOversize(s *sessionSpool, r record, info OversizeInfo, eventType, path string, stored bool, status int, resp string) {
 	limit := "its size limit"
 	if info.Limit > 0 {
 		limit = fmt.Sprintf("its limit of %d bytes per event (serve.max_event_bytes)", info.Limit)
 	}
 	what := fmt.Sprintf("event %s (%s, %d bytes of event_data) is over the backend's %s; it is kept whole in %s",
 		r.eventID, eventType, info.Bytes, limit, path)
-	if status == http.StatusCreated || status == http.StatusOK {
+	if stored {
 		f.acked(s, r, 1)
 		what += fmt.Sprintf(", and the backend stored a stand-in with its type, size, SHA-256 and first %d bytes", len(info.Head))
 	} else {

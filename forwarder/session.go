@@ -32,6 +32,10 @@ const (
 // ErrSessionLocked means another live helper owns this session's spool.
 var ErrSessionLocked = errors.New("session spool is in use by another claude-relay process")
 
+// errIdle means adopt found another backend's spool with nothing waiting:
+// nothing to deliver, and it stays that backend's until someone writes.
+var errIdle = errors.New("idle session spool of another backend")
+
 // pos is a position in a session's spool.
 type pos struct {
 	seg int64
@@ -64,6 +68,9 @@ type sessionSpool struct {
 	corrupt    int                    // corrupt stretches seen
 	lastCorrup error
 	wake       chan struct{} // poked on append
+	movedFrom  string        // the destination it was taken over from (spool flush --to), if any
+
+	notBackend atomic.Bool // a foreign answer was reported; cleared on the next delivery
 }
 
 func segName(n int64) string { return fmt.Sprintf("%s%012d%s", segPrefix, n, segSuffix) }
@@ -85,29 +92,38 @@ func escapeID(id string) string {
 	return b.String()
 }
 
+// maxSiblings bounds the spools one session may have side by side.
+const maxSiblings = 32
+
 // openSessionAny opens the session's spool, or a sibling spool of the same
-// session when another live process holds the first: a visible-terminal run
-// and an extension helper may write one session at once. seq is counted per
-// interaction, and an interaction never spans processes, so numbering holds.
-func openSessionAny(root, id string) (*sessionSpool, error) {
+// session when another live process holds the first (a visible-terminal run
+// and an extension helper may write one session at once), or when the
+// first waits for another backend. seq is counted per interaction, and an
+// interaction never spans processes, so numbering holds.
+func openSessionAny(root, id string, pol destPolicy) (*sessionSpool, error) {
 	base := escapeID(id)
 	var err error
-	for i := 0; i < 8; i++ {
+	for i := range maxSiblings {
 		name := base
 		if i > 0 {
 			name = fmt.Sprintf("%s~%d", base, i)
 		}
 		var s *sessionSpool
-		if s, err = openSessionDir(root, name, id); !errors.Is(err, ErrSessionLocked) {
+		if s, err = openSessionDir(root, name, id, pol, false); !errors.Is(err, ErrSessionLocked) && !errors.Is(err, ErrOtherBackend) {
 			return s, err
 		}
 	}
-	return nil, err
+	return nil, fmt.Errorf("session %s has %d spools, all busy or waiting for other backends (the last: %w); "+
+		"see `claude-relay spool status`", id, maxSiblings, err)
 }
 
 // openSessionDir opens (creating if needed) and recovers a session spool,
 // taking its lock. It reads the seq snapshot and the current segment only.
-func openSessionDir(root, name, id string) (*sessionSpool, error) {
+// A spool whose events wait for another backend than pol's is left alone
+// (OtherBackendError) unless pol moves it, or nothing in it waits and it is
+// opened to write (not adopting: adopt leaves such a spool be, errIdle);
+// either way it is then recorded for pol's backend.
+func openSessionDir(root, name, id string, pol destPolicy, adopting bool) (*sessionSpool, error) {
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool directory: %w", err)
@@ -123,10 +139,31 @@ func openSessionDir(root, name, id string) (*sessionSpool, error) {
 		}
 		return nil, fmt.Errorf("spool lock: %w", err)
 	}
-	s := &sessionSpool{id: id, dir: dir, lock: lock, seqs: map[string]int64{}, wake: make(chan struct{}, 1)}
+	// Under the lock: no other process delivers or moves it meanwhile.
+	rec, moved := readDest(dir), ""
+	if rec != "" && rec != pol.dest {
+		waiting := unackedBytes(dir) > 0
+		switch {
+		case waiting && pol.move != nil && pol.move(rec):
+			moved = rec
+		case waiting:
+			lock.Close()
+			return nil, &OtherBackendError{SessionID: id, Backend: rec}
+		case adopting:
+			lock.Close()
+			return nil, errIdle
+		}
+	}
+	s := &sessionSpool{id: id, dir: dir, lock: lock, seqs: map[string]int64{}, wake: make(chan struct{}, 1), movedFrom: moved}
 	if err := s.recover(); err != nil {
 		s.close()
 		return nil, err
+	}
+	if rec != pol.dest {
+		if err := writeDest(dir, pol.dest); err != nil {
+			s.close()
+			return nil, err
+		}
 	}
 	return s, nil
 }

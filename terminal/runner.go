@@ -162,8 +162,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		cb.Close(context.Background())
 		return nil, fmt.Errorf("write hook settings: %w", err)
 	}
+	// The prompt as the CLI gets it, bounded for the record; without one
+	// the user types it, and hook.UserPromptSubmit carries it.
 	r.emit(wire.TypeRunStarted, wire.RunStarted{RunID: r.o.RunID, Mode: wire.ModeTerminal, Cwd: r.o.Cwd,
-		Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue, Prompt: r.o.Prompt, Model: r.o.Model})
+		Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue, PromptRecord: wire.RecordPrompt(r.o.Prompt, nil),
+		Model: r.o.Model})
 
 	started := time.Now()
 	code, stopped, runErr := r.execCLI(ctx, settingsPath)

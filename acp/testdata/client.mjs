@@ -20,9 +20,11 @@
 // while a Bash sleep runs, then a follow-up prompt); load (a new agent
 // process loads the first one's session, then continues it); set_mode
 // (acceptEdits, then a Write that must run unasked); image (a PNG content
-// block from --image); probe (list, set_model, set_config_option, resume,
-// fork, close, an unknown method, authenticate: answers only, for the
-// feature table); bench (a Bash prompt and a cancel, timed, and the peak RSS).
+// block from --image); prompts (a resource link and an embedded resource
+// among text, an image alone, a follow-up: issue 23); probe (list,
+// set_model, set_config_option, resume, fork, close, an unknown method,
+// authenticate: answers only, for the feature table); bench (a Bash prompt
+// and a cancel, timed, and the peak RSS).
 // Permission requests are answered allow_once, reject_once in write_reject.
 //
 // Output: one JSON object per line, each with "t" (ms since this script
@@ -78,6 +80,7 @@ const SCENARIOS = [
   "load",
   "set_mode",
   "image",
+  "prompts",
   "probe",
   "bench",
 ];
@@ -649,6 +652,28 @@ const run = {
       { type: "image", mimeType: "image/png", data },
     ]);
     emit("result", { scenario, stop_reason: p.stopReason, response_ms: p.ms });
+    await a.close();
+  },
+
+  // prompts sends what an editor sends (issue 23): text around a resource
+  // link and an embedded resource, then an image alone (--image), then a
+  // text follow-up; the test reads what the backend stored of each.
+  async prompts() {
+    if (!opt.image) usage("the prompts scenario needs --image PNG");
+    const data = readFileSync(opt.image).toString("base64");
+    const a = newAgent();
+    await a.initialize();
+    const { sessionId } = await a.newSession();
+    const file = path.join(opt.cwd, "parser_test.go");
+    const first = await prompt(a, sessionId, [
+      { type: "text", text: opt.prompt ?? "Explain why the parser test is flaky in " },
+      { type: "resource_link", uri: pathToFileURL(file).href, name: "parser_test.go" },
+      { type: "text", text: " and fix it" },
+      { type: "resource", resource: { uri: pathToFileURL(path.join(opt.cwd, "notes.md")).href, mimeType: "text/markdown", text: "the flake shows under -race" } },
+    ]);
+    const image = await prompt(a, sessionId, [{ type: "image", mimeType: "image/png", data, uri: pathToFileURL(opt.image).href }]);
+    const followup = await prompt(a, sessionId, text(opt["followup-prompt"]));
+    emit("result", { scenario, session_id: sessionId, stop_reasons: [first.stopReason, image.stopReason, followup.stopReason] });
     await a.close();
   },
 

@@ -845,7 +845,7 @@ func TestDecisionsPollEndsOnShutdown(t *testing.T) {
 func TestPushes(t *testing.T) {
 	fs := newFakeStore()
 	e := newApprovalEnvOn(t, fs, func(o *Options) { o.NotifyIncludeInput = true })
-	e.post("s1", envelope("s1", 1, relaywire.TypeRunStarted, relaywire.RunStarted{RunID: "r1", Cwd: "/home/dev/my-project", Prompt: "go"}))
+	e.post("s1", envelope("s1", 1, relaywire.TypeRunStarted, relaywire.RunStarted{RunID: "r1", Cwd: "/home/dev/my-project", PromptRecord: relaywire.RecordPrompt("go", nil)}))
 	long := "curl -H 'Authorization: Bearer sk-ant-abcdefghijklmnop' https://example.com/" + strings.Repeat("x", 200) + " " + phoneToken
 	req := envelope("s1", 2, relaywire.TypeApprovalRequested, relaywire.ApprovalRequested{RunID: "r1", ApprovalID: "a1", Kind: "tool",
 		ToolName: "Bash", Title: long, Input: json.RawMessage(`{"command":"SECRET-INPUT"}`), Options: optionsFor("tool")})

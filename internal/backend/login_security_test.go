@@ -382,7 +382,7 @@ func TestPushBodyLeavesTheCommandOut(t *testing.T) {
 	for _, include := range []bool{false, true} {
 		t.Run("include_input="+strconv.FormatBool(include), func(t *testing.T) {
 			e := newApprovalEnv(t, func(o *Options) { o.NotifyIncludeInput = include })
-			e.post("s1", envelope("s1", 1, relaywire.TypeRunStarted, relaywire.RunStarted{RunID: "r1", Cwd: "/home/dev/shop", Prompt: "go"}))
+			e.post("s1", envelope("s1", 1, relaywire.TypeRunStarted, relaywire.RunStarted{RunID: "r1", Cwd: "/home/dev/shop", PromptRecord: relaywire.RecordPrompt("go", nil)}))
 			e.request("a1", "tool", "Bash", command)
 			m := e.push.next(t)
 			want := "Bash\nin shop"

@@ -39,8 +39,9 @@ type eventsResponse struct {
 	Next   int64         `json:"next"` // pass as ?after= for the following page
 }
 
-// statuses are the values ?status= accepts.
-var statuses = []string{store.StatusRunning, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusUnknown}
+// statuses are the values ?status= accepts: the statuses, and stale
+// (running, but no event for store.StaleAfter; running then lists the rest).
+var statuses = []string{store.StatusRunning, store.StatusStale, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusUnknown}
 
 // paramError is a query parameter the API cannot use: its name, the value
 // sent and what is allowed. It becomes a 400 with that sentence.
@@ -65,11 +66,15 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	limit := opts.Limit
 	opts.Limit++ // one more than the page: is there a next one?
 	start := time.Now()
+	opts.Now = start // the filter and the stale marks judge at one instant
 	list, err := s.store.Sessions(r.Context(), opts)
 	setServerTiming(w, time.Since(start))
 	if err != nil {
 		s.storeError(w, r, err)
 		return
+	}
+	for i := range list {
+		store.MarkStale(opts.Now, &list[i])
 	}
 	resp := sessionsResponse{Sessions: list}
 	if len(list) > limit {
@@ -196,6 +201,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, r, err)
 		return
 	}
+	store.MarkStale(time.Now(), &sess)
 	writeJSON(w, http.StatusOK, sess)
 }
 
@@ -250,4 +256,14 @@ func intValue(q url.Values, name string, def, lo, hi int) (int, error) {
 		n = hi
 	}
 	return n, nil
+}
+
+// sessionExists tells the dashboard whether a session page has a session
+// behind it (dashboard.Pages).
+func (s *Server) sessionExists(r *http.Request, id string) (bool, error) {
+	_, err := s.store.Session(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }

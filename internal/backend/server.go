@@ -259,7 +259,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/approvals/{id}", s.handleApproval)
 	mux.HandleFunc("POST /api/approvals/{id}/decision", s.handleDecision)
 
-	dashboard.Register(mux)
+	// An unknown API path is a JSON 404; every other unknown page the
+	// dashboard's not-found page.
+	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no API route "+r.URL.Path+" (the API: GET /api/sessions, /api/sessions/{id}, /api/approvals, /api/usage)")
+	})
+	dashboard.Register(mux, dashboard.Pages{SessionExists: s.sessionExists})
 	return s.logRequests(s.checkHost(s.limitBodies(s.authenticate(mux))))
 }
 

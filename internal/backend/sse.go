@@ -294,7 +294,9 @@ func (s *Server) sendSnapshot(ctx context.Context, sw *sseWriter) error {
 		}
 		return err
 	}
+	now := time.Now()
 	for i := range list {
+		store.MarkStale(now, &list[i])
 		data, err := json.Marshal(&list[i])
 		if err != nil {
 			return err
@@ -317,6 +319,7 @@ func (s *Server) sendSessions(ctx context.Context, sw *sseWriter, ids []string) 
 			}
 			return err
 		}
+		store.MarkStale(time.Now(), &sess)
 		data, err := json.Marshal(&sess)
 		if err != nil {
 			return err

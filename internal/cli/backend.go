@@ -19,6 +19,13 @@ func (a *App) backend(ctx context.Context) (*backendConn, error) {
 	if c.Backend.URL != "" {
 		return &backendConn{URL: c.Backend.URL}, nil
 	}
+	return a.localBackend(ctx)
+}
+
+// localBackend returns the data dir's own backend, whatever backend.url
+// says: its serve, or else the embedded default started here.
+func (a *App) localBackend(ctx context.Context) (*backendConn, error) {
+	c := a.loaded.Config
 	tok, err := a.helperToken()
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,7 +95,7 @@ func TestScripts(t *testing.T) {
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: withCmds(backendScriptCmds, map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"use-realcli": func(ts *testscript.TestScript, neg bool, _ []string) {
 				if neg || ts.Getenv("REALCLI") == "" {
 					ts.Fatalf("use-realcli: no real CLI here; guard the script with [!realcli] skip")
@@ -105,8 +106,17 @@ func TestScripts(t *testing.T) {
 				ts.Setenv("DISABLE_AUTOUPDATER", "1")
 				ts.Setenv("CLAUDE_RELAY_CLAUDE_PATH", ts.Getenv("REALCLI"))
 			},
-		},
+		}),
 	})
+}
+
+// withCmds merges script command tables.
+func withCmds(tables ...map[string]func(ts *testscript.TestScript, neg bool, args []string)) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	out := map[string]func(ts *testscript.TestScript, neg bool, args []string){}
+	for _, t := range tables {
+		maps.Copy(out, t)
+	}
+	return out
 }
 
 // copyCLIConfig writes the CLI's .claude.json (onboarding done, the test

@@ -2,12 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,7 +352,9 @@ func checkCredentials(a *App) finding {
 	return f
 }
 
-// checkBackend says whether the backend answers and accepts our token.
+// checkBackend says whether backend.url is a claude-relay backend that
+// accepts our token: GET /api/whoami must answer JSON naming the token and
+// its scopes (forwarder.Probe); a web server's page is a problem.
 func checkBackend(ctx context.Context, a *App) finding {
 	f := finding{name: "backend"}
 	c := a.loaded.Config
@@ -372,59 +370,19 @@ func checkBackend(ctx context.Context, a *App) finding {
 			tok = t.Reveal()
 		}
 	}
-	get := func(path string, auth bool, into any) (int, error) {
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(rctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			return 0, err
-		}
-		if auth && tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			// The URL is already in the message; *url.Error would repeat
-			// it in Go's quoting.
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				return 0, ue.Err
-			}
-			return 0, err
-		}
-		defer resp.Body.Close()
-		if into != nil && resp.StatusCode == http.StatusOK {
-			if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(into); err != nil {
-				return resp.StatusCode, fmt.Errorf("%s%s answered 200 with a body that is not a claude-relay backend's: %w", base, path, err)
-			}
-		}
-		return resp.StatusCode, nil
-	}
-	if _, err := get("/healthz", false, nil); err != nil {
-		f.problem = fmt.Sprintf("%s is not reachable: %v", base, err)
-		f.fix = "start it (`claude-relay serve`) or correct backend.url; events wait in the spool meanwhile"
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	who, err := forwarder.Probe(pctx, nil, base, tok)
+	if err != nil {
+		f.problem, f.fix = backendProblem(err, c.Backend.URL != "")
 		return f
 	}
-	// whoami needs only a valid token, so a helper's narrow token (ingest
-	// and decisions) passes, and it says what the token may do.
-	var who struct {
-		Name   string         `json:"name"`
-		Scopes []tokens.Scope `json:"scopes"`
+	scopes := make([]tokens.Scope, len(who.Scopes))
+	for i, s := range who.Scopes {
+		scopes[i] = tokens.Scope(s)
 	}
-	code, err := get("/api/whoami", true, &who)
-	set := tokens.SetOf(who.Scopes)
+	set := tokens.SetOf(scopes)
 	switch {
-	case err != nil:
-		f.problem, f.fix = fmt.Sprintf("%s: %v", base, err), "check that backend.url is the backend's base URL"
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		f.problem = fmt.Sprintf("%s refuses the token (HTTP %d)", base, code)
-		f.fix = "set backend.token (or backend.token_file) to a token the backend accepts"
-	case code >= 400:
-		f.problem = fmt.Sprintf("%s answered HTTP %d", base, code)
-		f.fix = "check that backend.url points at a claude-relay backend"
-	case len(who.Scopes) == 0:
-		f.problem = fmt.Sprintf("%s/api/whoami named no scopes for the token: not a claude-relay backend, or one too old", base)
-		f.fix = "check that backend.url points at a claude-relay backend (claude-relay serve)"
 	case !set.Has(tokens.Ingest):
 		f.problem = fmt.Sprintf("%s accepts the token %q but it may not post events (scopes: %s)", base, who.Name, set)
 		f.fix = "give helpers a token with the ingest scope: claude-relay token create --scope ingest,decisions"
@@ -437,7 +395,37 @@ func checkBackend(ctx context.Context, a *App) finding {
 	return f
 }
 
-// checkSpool reports what waits in the spool and any dead letters.
+// backendProblem turns a failed probe into a problem and its fix;
+// configured says the URL is backend.url's (else the data dir's serve).
+func backendProblem(err error, configured bool) (problem, fix string) {
+	var pe *forwarder.ProbeError
+	if !errors.As(err, &pe) {
+		return err.Error(), "run doctor again"
+	}
+	switch pe.Kind {
+	case forwarder.ProbeUnreachable:
+		return pe.Error(), "start it (`claude-relay serve`) or correct backend.url; events wait in the spool meanwhile"
+	case forwarder.ProbeAuth:
+		return pe.Error(), "set backend.token (or backend.token_file) to a token the backend accepts; events wait in the spool meanwhile"
+	case forwarder.ProbeNotBackend:
+		return notBackendProblem(pe, configured), "set backend.url to the base URL of a claude-relay backend (what `claude-relay serve` " +
+			"prints, with no path after it); events wait in the spool meanwhile, none is acknowledged"
+	}
+	return pe.Error(), "see the backend's (or its proxy's) logs; events wait in the spool and go out when it answers"
+}
+
+// notBackendProblem says that what answers is no claude-relay backend.
+func notBackendProblem(pe *forwarder.ProbeError, configured bool) string {
+	who := pe.Base
+	if configured {
+		who = "backend.url"
+	}
+	return who + " " + pe.NotBackend()
+}
+
+// checkSpool reports what waits in the spool, for which backend, and any
+// dead letters. Events waiting for another backend than the configured one
+// are a problem: runs and a plain flush leave them.
 func checkSpool(a *App) finding {
 	f := finding{name: "spool"}
 	dir := a.loaded.Config.Spool.Dir
@@ -446,17 +434,39 @@ func checkSpool(a *App) finding {
 		f.problem, f.fix = err.Error(), "check spool.dir permissions"
 		return f
 	}
+	configured := a.destination()
 	var pending, dead int64
-	for _, s := range st {
-		pending += s.Pending
-		dead += s.DeadLettered
+	var stranded []spoolGroup
+	for _, g := range groupSpool(st, configured) {
+		dead += g.Dead
+		if g.Configured {
+			pending += g.Pending
+		} else if g.Pending > 0 {
+			stranded = append(stranded, g)
+		}
+	}
+	for _, g := range stranded {
+		f.notes = append(f.notes, fmt.Sprintf("%d %s in %d %s for %s: move them with `%s`, or deliver them there%s with `%s`",
+			g.Pending, inflect(g.Pending, "event", "events"), g.Sessions, inflect(int64(g.Sessions), "session", "sessions"),
+			destLabel(g.Backend), g.MoveCommand, tokenNote(g.Backend), g.DeliverCommand))
 	}
 	switch {
+	case len(stranded) > 0:
+		var n int64
+		for _, g := range stranded {
+			n += g.Pending
+		}
+		f.problem = fmt.Sprintf("%d %s in %s wait for another backend than the configured one (%s); runs and a plain `spool flush` leave them (below)",
+			n, inflect(n, "event", "events"), dir, destLabel(configured))
+		f.fix = "`claude-relay spool flush --to " + toArg(configured) + "` delivers them to the configured backend"
+		if dead > 0 {
+			f.notes = append(f.notes, fmt.Sprintf("and %d dead-lettered events (see `claude-relay spool status`)", dead))
+		}
 	case dead > 0:
 		f.problem = fmt.Sprintf("%d dead-lettered events in %s (the backend refused them)", dead, dir)
 		f.fix = "see `claude-relay spool status`, fix the cause, then `claude-relay spool flush --dead-letters`"
 	case pending > 0:
-		f.detail = fmt.Sprintf("%d events waiting in %s; they go out with the next run or `claude-relay spool flush`", pending, dir)
+		f.detail = fmt.Sprintf("%d events waiting in %s for %s; they go out with the next run or `claude-relay spool flush`", pending, dir, destLabel(configured))
 	default:
 		f.detail = dir + ": nothing waiting"
 	}

@@ -847,11 +847,18 @@ func TestExtensionShutdownWithBackendDownThenFlush(t *testing.T) {
 		t.Errorf("spool status says %d pending, the shutdown event %d", pending, sd.Forwarder.Pending)
 	}
 
-	// serve comes up on the same data dir; flush finds it and delivers.
+	// serve comes up on the same data dir. The events were spooled for
+	// the backend that was down, so a plain flush (no backend.url: the
+	// data dir's own backend) leaves them and says how to move them;
+	// `--to local` finds the serve and delivers them there.
 	url := startServe(t, baseEnv, cli.Home, "sqlite:"+filepath.Join(t.TempDir(), "serve.db"))
 	out, errOut, code = runMain(t, baseEnv, "spool", "flush")
+	if code != 0 || !strings.Contains(out, "delivered 0 events") || !strings.Contains(out, "`claude-relay spool flush --to local`") {
+		t.Fatalf("plain flush (%d): %s %s", code, out, errOut)
+	}
+	out, errOut, code = runMain(t, baseEnv, "spool", "flush", "--to", "local")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("delivered %d events to %s", pending, url)) {
-		t.Fatalf("flush (%d): %s %s", code, out, errOut)
+		t.Fatalf("flush --to local (%d): %s %s", code, out, errOut)
 	}
 	out, _, code = runMain(t, baseEnv, "spool", "flush")
 	if code != 0 || !strings.Contains(out, "delivered 0 events") {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	neturl "net/url"
 	"os"
 	"slices"
 	"strings"
@@ -281,9 +279,10 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	var probe sync.WaitGroup
 	if !h.backend.Embedded {
 		// Said at once, while the run goes ahead: its events wait in the spool.
+		token, configured := a.forwarderOptions(h.backend).Token, c.Backend.URL != ""
 		probe.Go(func() {
-			if err := probeBackend(probeCtx, h.backend.URL); err != nil {
-				v.line(fmt.Sprintf("! the backend %s is not reachable (%v); events wait in the spool and go out when it answers", h.backend.URL, err))
+			if msg := probeBackend(probeCtx, h.backend.URL, token(), configured); msg != "" {
+				v.line("! " + a.redact(msg))
 			}
 		})
 	}
@@ -326,7 +325,7 @@ wait:
 				core.End("", run.ID()) //nolint:errcheck // it may have just ended
 				continue
 			}
-			if err := core.Send("", run.ID(), "", line.text, nil); err != nil {
+			if err := core.Send("", run.ID(), "", relay.Message{Prompt: strings.TrimRight(line.text, "\r\n")}); err != nil {
 				v.line("! " + err.Error())
 				continue
 			}
@@ -368,27 +367,29 @@ func signalStatus(sig os.Signal) int {
 	return exitCancelled
 }
 
-// probeBackend says whether the backend answers /healthz.
-func probeBackend(ctx context.Context, url string) error {
+// probeBackend proves the backend a claude-relay backend that takes the
+// token (forwarder.Probe: GET /api/whoami) and says in one line what is
+// wrong if it is not; "" when all is well or ctx ended first. configured
+// says the URL is backend.url's.
+func probeBackend(ctx context.Context, url, token string, configured bool) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/healthz", nil)
-	if err != nil {
-		return err
+	_, err := forwarder.Probe(ctx, nil, url, token)
+	var pe *forwarder.ProbeError
+	if !errors.As(err, &pe) || errors.Is(err, context.Canceled) { // canceled: the run is over
+		return ""
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		var ue *neturl.Error
-		if errors.As(err, &ue) {
-			return ue.Err // the URL is already in the message
-		}
-		return err
+	switch pe.Kind {
+	case forwarder.ProbeUnreachable:
+		return fmt.Sprintf("the backend %s is not reachable (%v); events wait in the spool and go out when it answers", pe.Base, pe.Err)
+	case forwarder.ProbeAuth:
+		return fmt.Sprintf("the backend %s refuses the token (HTTP %d); events wait in the spool until backend.token is fixed (`claude-relay doctor` checks it)",
+			pe.Base, pe.Status)
+	case forwarder.ProbeNotBackend:
+		return notBackendProblem(pe, configured) + "; this run's events wait in the spool, none is acknowledged: set backend.url to the base URL " +
+			"of a claude-relay backend (`claude-relay doctor` checks it), then `claude-relay spool flush` delivers them"
 	}
-	resp.Body.Close()
-	if resp.StatusCode >= 500 {
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	return nil
+	return fmt.Sprintf("the backend %s answered %s; events wait in the spool and go out when it answers", pe.Base, pe.Answer)
 }
 
 // isTerminal reports whether w is a terminal.

@@ -77,10 +77,44 @@ func TestSpoolStatusAndFlush(t *testing.T) {
 		w.WriteHeader(201)
 	}))
 	defer up.Close()
+	// Spooled for the backend that was down: a plain flush with another
+	// backend.url leaves them, and says how to move them.
 	env["CLAUDE_RELAY_BACKEND_URL"] = up.URL
 	out, errOut, code := runCLI(t, env, "spool", "flush")
-	if code != 0 || !strings.Contains(out, "delivered 3 events") {
-		t.Fatalf("flush (%d): %s %s", code, out, errOut)
+	if code != 0 || !strings.Contains(out, "delivered 0 events to "+up.URL) ||
+		!strings.Contains(out, "left 3 events of 1 session spooled for "+down.URL+", not for "+up.URL) ||
+		!strings.Contains(out, "`claude-relay spool flush --to "+up.URL+"`") {
+		t.Fatalf("plain flush to another backend (%d): %s %s", code, out, errOut)
+	}
+	out, _, _ = runCLI(t, env, "spool", "status")
+	for _, want := range []string{"for " + down.URL + ", not the configured backend (" + up.URL + ")",
+		"move them to the configured backend: claude-relay spool flush --to " + up.URL,
+		"or deliver them to " + down.URL + " (with that backend's token in backend.token): CLAUDE_RELAY_BACKEND_URL=" + down.URL + " claude-relay spool flush"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, _ = runCLI(t, env, "spool", "status", "--json")
+	var groups struct {
+		Backend  string
+		Backends []spoolGroup
+	}
+	if err := json.Unmarshal([]byte(out), &groups); err != nil || groups.Backend != up.URL || len(groups.Backends) != 1 ||
+		groups.Backends[0].Backend != down.URL || groups.Backends[0].Configured || groups.Backends[0].Pending != 3 ||
+		groups.Backends[0].MoveCommand != "claude-relay spool flush --to "+up.URL {
+		t.Fatalf("status --json: %v %s", err, out)
+	}
+	mu.Lock()
+	if len(got) != 0 {
+		t.Fatalf("a plain flush delivered %d events to another backend", len(got))
+	}
+	mu.Unlock()
+
+	// --to moves them.
+	out, errOut, code = runCLI(t, env, "spool", "flush", "--to", up.URL)
+	if code != 0 || !strings.Contains(out, "moved the events of 1 session from "+down.URL+" to "+up.URL) ||
+		!strings.Contains(out, "delivered 3 events") {
+		t.Fatalf("flush --to (%d): %s %s", code, out, errOut)
 	}
 	if strings.Contains(out+errOut, "sekrit-tok") {
 		t.Error("token printed")

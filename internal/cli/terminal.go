@@ -92,6 +92,7 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if err != nil {
 		return err
 	}
+	a.endDeadRuns(ctx, fwd)
 	fwd.Start()
 	// Drained before the exit lines (they say the events are stored), and
 	// on every other path by the defer.

@@ -44,7 +44,7 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	e := executor.New(executor.Options{
 		CLIPath: info.path, BaseCommand: c.Claude.Command, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env,
 		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, StallTimeout: c.Claude.StallTimeout, ApprovalTimeout: c.Approvals.Timeout,
-		Registry: &proc.Registry{Dir: filepath.Join(c.DataDir, "runs")}, Logger: a.log,
+		Registry: new(a.runRegistry()), Logger: a.log,
 	})
 	if rep, err := e.CleanupOrphans(dctx); err != nil || rep.Killed > 0 {
 		a.log.Warn("cleaned up after a crashed helper", "killed", rep.Killed, "stale_runs", rep.Stale, "err", err)
@@ -78,7 +78,40 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 		backend.Close()
 		return nil, err
 	}
+	a.endDeadRuns(ctx, fwd)
 	return &helper{exec: exec, fwd: fwd, backend: backend, cli: info}, nil
+}
+
+// deadRunGap is the pause between SIGINT, SIGTERM and SIGKILL when stopping
+// what a dead helper left running: the executor's default.
+const deadRunGap = 2 * time.Second
+
+// runRegistry is the data dir's record of live runs (internal/proc).
+func (a *App) runRegistry() proc.Registry {
+	return proc.Registry{Dir: filepath.Join(a.loaded.Config.DataDir, "runs")}
+}
+
+// endDeadRuns stops what helpers that died on this data dir left running
+// and spools relay.run_failed (reason helper_exited) for their runs through
+// fwd, so that no session stays "running" for ever. Every helper start and
+// `spool flush` calls it once fwd is open and before it delivers: only the
+// process holding a run's spool can continue its numbering. It returns how
+// many runs it ended.
+func (a *App) endDeadRuns(ctx context.Context, fwd *forwarder.Forwarder) int {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	reg := a.runRegistry()
+	if rep, err := reg.Cleanup(ctx, deadRunGap); err != nil || rep.Killed > 0 {
+		a.log.Warn("cleaned up after a crashed helper", "killed", rep.Killed, "stale_runs", rep.Stale, "err", err)
+	}
+	n, err := relay.EndDeadRuns(ctx, reg, fwd, deadRunGap)
+	if n > 0 {
+		a.log.Warn("posted relay.run_failed (helper_exited) for runs of a helper that died", "runs", n)
+	}
+	if err != nil {
+		a.log.Warn("cannot end every run of a helper that died; the next start tries again", "err", err)
+	}
+	return n
 }
 
 // extensionServer builds the extension server over h and starts the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Block types of the protocol's content list.
@@ -69,6 +71,18 @@ type imageSource struct {
 	Data      string `json:"data"`
 }
 
+// Message is a prompt as the CLI gets it and as the relay records it.
+type Message struct {
+	// Content is the Messages-API content array (see Build).
+	Content json.RawMessage
+	// Record is what relay.run_started or relay.message_sent says of it:
+	// the prompt text and the text blocks joined (wire.JoinPrompt), never a
+	// file's contents; every block described (type, path, media type, size,
+	// and the SHA-256 of an image's or a file's bytes, as sent); bounded and
+	// marked by wire.RecordPrompt.
+	Record wire.PromptRecord
+}
+
 // Build turns an optional prompt text and blocks into the Messages-API
 // content array the CLI takes in a stream-json user message:
 // [{"type":"text","text":…},{"type":"image","source":{"type":"base64","media_type":…,"data":…}}, …].
@@ -77,32 +91,46 @@ type imageSource struct {
 // as `content[2].path "x.png": no such file`, and wrap one of the Err
 // sentinels (or the file system's error).
 func Build(prompt string, blocks []Block, cwd string, lim Limits) (json.RawMessage, error) {
+	m, err := Prepare(prompt, blocks, cwd, lim)
+	return m.Content, err
+}
+
+// Prepare is Build and the record of the same prompt, made from the bytes
+// that are sent: a file or an image is read once.
+func Prepare(prompt string, blocks []Block, cwd string, lim Limits) (Message, error) {
 	b := &builder{cwd: cwd, lim: lim.withDefaults()}
 	hasPrompt := strings.TrimSpace(prompt) != ""
 	if !hasPrompt && len(blocks) == 0 {
-		return nil, &BlockError{Index: promptIndex, Err: ErrNoContent,
+		return Message{}, &BlockError{Index: promptIndex, Err: ErrNoContent,
 			msg: "no prompt: the prompt text is empty and there are no content blocks; give one or both"}
 	}
 	if hasPrompt {
 		if err := b.count(promptIndex, int64(len(prompt))); err != nil {
-			return nil, err
+			return Message{}, err
 		}
 		b.out = append(b.out, apiBlock{Type: TypeText, Text: prompt})
+		b.texts = append(b.texts, prompt)
 	}
 	for i, blk := range blocks {
 		if err := b.add(i, blk); err != nil {
-			return nil, err
+			return Message{}, err
 		}
 	}
-	return encode(b.out)
+	out, err := encode(b.out)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{Content: out, Record: wire.RecordPrompt(wire.JoinPrompt(b.texts...), b.rec)}, nil
 }
 
-// builder collects the output blocks and the running total.
+// builder collects the output blocks, the running total and the record.
 type builder struct {
 	cwd   string
 	lim   Limits
 	total int64
 	out   []apiBlock
+	texts []string           // the prompt's texts, for the record
+	rec   []wire.PromptBlock // one per block
 }
 
 // add checks block i and appends what it becomes.
@@ -132,6 +160,8 @@ func (b *builder) text(i int, blk Block) error {
 		return err
 	}
 	b.out = append(b.out, apiBlock{Type: TypeText, Text: blk.Text})
+	b.texts = append(b.texts, blk.Text)
+	b.rec = append(b.rec, wire.PromptBlock{Type: wire.BlockText, Size: int64(len(blk.Text))})
 	return nil
 }
 
@@ -144,7 +174,7 @@ func (b *builder) count(i int, n int64) error {
 			what = "the text comes"
 		}
 		return blockErr(i, "", "", ErrTooLarge, ": %s to %s, over the %s total limit; send fewer or smaller blocks",
-			what, humanSize(b.total+n), limitSize(b.lim.MaxTotalBytes))
+			what, wire.HumanSize(b.total+n), limitSize(b.lim.MaxTotalBytes))
 	}
 	b.total += n
 	return nil

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // kind is what a path is read as, for limits and messages.
@@ -34,9 +36,9 @@ func tooBig(i int, k kind, path string, n, limit int64) error {
 		hint = "send a smaller file or only the part that matters"
 	}
 	if path != "" {
-		return blockErr(i, "path", path, ErrTooLarge, ": the %s is %s, over the %s limit; %s", k, humanSize(n), limitSize(limit), hint)
+		return blockErr(i, "path", path, ErrTooLarge, ": the %s is %s, over the %s limit; %s", k, wire.HumanSize(n), limitSize(limit), hint)
 	}
-	return blockErr(i, "", "", ErrTooLarge, ": %s is %s, over the %s limit; %s", k, humanSize(n), limitSize(limit), hint)
+	return blockErr(i, "", "", ErrTooLarge, ": %s is %s, over the %s limit; %s", k, wire.HumanSize(n), limitSize(limit), hint)
 }
 
 // resolve makes p absolute against the run's working directory.
@@ -104,6 +106,10 @@ func pathErr(i int, p, full string, err error) error {
 	}
 }
 
+// MediaText is the media type a file block is recorded with: Build takes
+// only UTF-8 text without NUL bytes.
+const MediaText = "text/plain"
+
 func (b *builder) file(i int, blk Block) error {
 	if err := onlyFields(i, blk, "path"); err != nil {
 		return err
@@ -122,6 +128,8 @@ func (b *builder) file(i int, blk Block) error {
 		return blockErr(i, "path", blk.Path, ErrNotText, ": not a text file (invalid UTF-8 at offset %d); convert it to UTF-8", invalidAt(data))
 	}
 	b.out = append(b.out, apiBlock{Type: TypeText, Text: inline(blk.Path, string(data))})
+	b.rec = append(b.rec, wire.PromptBlock{Type: wire.BlockFile, Path: blk.Path, MediaType: MediaText,
+		Size: int64(len(data)), SHA256: wire.SHA256(data)})
 	return nil
 }
 
@@ -165,21 +173,6 @@ func longestRun(s string, c byte) int {
 		}
 	}
 	return longest
-}
-
-// humanSize is a size for people, in the binary units the limits use:
-// "812 B", "33.3 KiB", "50.0 MiB".
-func humanSize(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	default:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
 }
 
 // limitSize is a configured limit as it was most likely written: "5 MiB",

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // FuzzBuild feeds Build block lists as they arrive in a command's JSON. It
@@ -69,7 +72,24 @@ func FuzzBuild(f *testing.F) {
 			want++
 		}
 		checkOutput(t, out, want)
+		m, err := Prepare(prompt, blocks, dir, lim)
+		if err != nil || !bytes.Equal(m.Content, out) {
+			t.Fatalf("Prepare differs from Build: %v", err)
+		}
+		checkRecord(t, m.Record, len(blocks))
 	})
+}
+
+// checkRecord: the record is valid UTF-8 within the caps and describes
+// every block.
+func checkRecord(t *testing.T, r wire.PromptRecord, blocks int) {
+	t.Helper()
+	if !utf8.ValidString(r.Prompt) || strings.ContainsRune(r.Prompt, 0) || len(r.Prompt) > wire.MaxPromptBytes {
+		t.Errorf("record text of %d bytes is not bounded, valid UTF-8 without NUL", len(r.Prompt))
+	}
+	if len(r.Blocks) != min(blocks, wire.MaxPromptBlocks) || r.BlocksTruncated != (blocks > wire.MaxPromptBlocks) {
+		t.Errorf("record describes %d of %d blocks (truncated %v)", len(r.Blocks), blocks, r.BlocksTruncated)
+	}
 }
 
 func checkRefusal(t *testing.T, err error, blocks int) {

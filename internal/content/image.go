@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Media types the Messages API takes for images.
@@ -94,6 +96,8 @@ func (b *builder) image(i int, blk Block) error {
 	b.out = append(b.out, apiBlock{Type: TypeImage, Source: &imageSource{
 		Type: "base64", MediaType: media, Data: base64.StdEncoding.EncodeToString(img),
 	}})
+	b.rec = append(b.rec, wire.PromptBlock{Type: wire.BlockImage, Path: blk.Path, MediaType: media,
+		Size: int64(len(img)), SHA256: wire.SHA256(img)})
 	return nil
 }
 

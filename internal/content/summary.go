@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // maxSummaryBlocks bounds the blocks Summary lists, so a prompt with
@@ -13,7 +15,8 @@ import (
 const maxSummaryBlocks = 8
 
 // Summary returns a one-line plain-text account of a prompt's content, for
-// logs and relay.run_started: "prompt text + [image x.png, 34.1 kB] +
+// logs (relay.run_started records the prompt itself: Prepare's Record; a
+// helper before event schema 2 wrote this there): "prompt text + [image x.png, 34.1 kB] +
 // [file main.go, 2.0 kB]". It reads no file (sizes of path blocks come from
 // a stat against cwd; a path that cannot be stat'ed is shown without one)
 // and validates nothing, so it also describes content Build refused.
@@ -40,7 +43,7 @@ func Summary(prompt string, blocks []Block, cwd string) string {
 func describe(blk Block, cwd string) string {
 	switch blk.Type {
 	case TypeText:
-		return "text, " + humanSize(int64(len(blk.Text)))
+		return "text, " + wire.HumanSize(int64(len(blk.Text)))
 	case TypeImage, TypeFile:
 		if blk.Path != "" {
 			return blk.Type + " " + showPath(blk.Path) + statSize(blk.Path, cwd)
@@ -50,7 +53,7 @@ func describe(blk Block, cwd string) string {
 			if blk.MediaType != "" {
 				name += " " + showPath(blk.MediaType)
 			}
-			return name + ", " + humanSize(decodedLen(blk.Data))
+			return name + ", " + wire.HumanSize(decodedLen(blk.Data))
 		}
 		return blk.Type
 	default:
@@ -67,7 +70,7 @@ func statSize(p, cwd string) string {
 	if err != nil || !fi.Mode().IsRegular() {
 		return ""
 	}
-	return ", " + humanSize(fi.Size())
+	return ", " + wire.HumanSize(fi.Size())
 }
 
 // showPath keeps a plain value as it is and quotes one that holds spaces,

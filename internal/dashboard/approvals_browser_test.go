@@ -520,8 +520,8 @@ func TestNotificationPermissionOnClick(t *testing.T) {
 // API (404), pages show no badge and raise no script error.
 func TestPendingQuietOnOldBackend(t *testing.T) {
 	mux := http.NewServeMux()
-	dashboard.Register(mux)
-	mux.HandleFunc("/api/", http.NotFound)
+	dashboard.Register(mux, dashboard.Pages{})
+	mux.HandleFunc("GET /api/", http.NotFound)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	tab := browser.New(t, browser.Options{})

@@ -33,6 +33,11 @@ var loginHTML string
 
 var loginTmpl = template.Must(template.New("login").Parse(loginHTML))
 
+//go:embed notfound.html
+var notFoundHTML string
+
+var notFoundTmpl = template.Must(template.New("notfound").Parse(notFoundHTML))
+
 // csp allows only our own scripts, styles and connections.
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -86,12 +91,32 @@ func contentType(p string) string {
 	return "application/octet-stream"
 }
 
+// Pages says what Register cannot know alone.
+type Pages struct {
+	// SessionExists reports whether a session is stored, so that a
+	// mistyped or unknown ID gets the not-found page rather than an empty
+	// live view. Nil: every session page is served. An error serves the
+	// page (it says what the API answers).
+	SessionExists func(r *http.Request, id string) (bool, error)
+}
+
 // Register adds the dashboard's routes to mux: GET / (session list),
-// GET /sessions/{id} (a session's timeline) and GET /static/... (assets).
-// The caller wraps mux with authentication.
-func Register(mux *http.ServeMux) {
+// GET /sessions/{id} (a session's timeline), /cost, /approvals, GET
+// /static/... (assets), and the not-found page for every other GET. The
+// caller wraps mux with authentication.
+func Register(mux *http.ServeMux, p Pages) {
 	mux.HandleFunc("GET /{$}", servePage("index.html"))
-	mux.HandleFunc("GET /sessions/{id}", servePage("session.html"))
+	session := servePage("session.html")
+	mux.HandleFunc("GET /sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if p.SessionExists != nil {
+			if ok, err := p.SessionExists(r, id); err == nil && !ok {
+				WriteNotFound(w, http.StatusNotFound, NotFound{Session: id, Query: id})
+				return
+			}
+		}
+		session(w, r)
+	})
 	mux.HandleFunc("GET /cost", servePage("cost.html"))
 	mux.HandleFunc("GET /approvals", servePage("approvals.html"))
 	mux.HandleFunc("GET /static/{name}", func(w http.ResponseWriter, r *http.Request) {
@@ -102,6 +127,33 @@ func Register(mux *http.ServeMux) {
 		}
 		serveFile(w, r, f)
 	})
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		WriteNotFound(w, http.StatusNotFound, NotFound{Path: r.URL.Path})
+	})
+}
+
+// NotFound fills the not-found page: a session ID that names no session,
+// or a path with no page.
+type NotFound struct {
+	Session string // the unknown session's ID; "" for a path
+	Path    string
+	Query   string // the search box's text
+}
+
+// WriteNotFound writes the not-found page with status: what was not found,
+// a search box and a way back to the list.
+func WriteNotFound(w http.ResponseWriter, status int, data NotFound) {
+	h := w.Header()
+	securityHeaders(h)
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	var buf bytes.Buffer
+	if err := notFoundTmpl.Execute(&buf, data); err != nil {
+		http.Error(w, "not-found page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func servePage(name string) http.HandlerFunc {

@@ -10,7 +10,7 @@ import (
 
 func TestPagesAndAssets(t *testing.T) {
 	mux := http.NewServeMux()
-	Register(mux)
+	Register(mux, Pages{})
 	for _, tt := range []struct {
 		path, ctype string
 		status      int
@@ -43,6 +43,38 @@ func TestPagesAndAssets(t *testing.T) {
 		mux.ServeHTTP(rec, req)
 		if rec.Code != http.StatusNotModified {
 			t.Errorf("%s revalidated: %d, want 304", tt.path, rec.Code)
+		}
+	}
+}
+
+// TestNotFoundPages: an unknown session and an unknown path get the
+// dashboard's own 404 page, with what was not found (escaped), a search box
+// and a way back; a known session gets its page.
+func TestNotFoundPages(t *testing.T) {
+	mux := http.NewServeMux()
+	Register(mux, Pages{SessionExists: func(_ *http.Request, id string) (bool, error) { return id == "known", nil }})
+	for _, tt := range []struct {
+		path   string
+		status int
+		want   []string
+	}{
+		{"/sessions/known", 200, []string{"claude-relay: session"}},
+		{"/sessions/typo%3Cb%3E", 404, []string{"No session “typo&lt;b&gt;”", `name="q" value="typo&lt;b&gt;"`, `href="/" id="nf-back"`}},
+		{"/nope/<x>", 404, []string{"Nothing at /nope/&lt;x&gt;", `href="/" id="nf-back"`}},
+	} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", tt.path, nil))
+		body := rec.Body.String()
+		if rec.Code != tt.status {
+			t.Errorf("%s: %d, want %d", tt.path, rec.Code, tt.status)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: page lacks %q:\n%s", tt.path, w, body)
+			}
+		}
+		if strings.Contains(body, "<b>") || strings.Contains(body, "<x>") {
+			t.Errorf("%s: unescaped input in the page", tt.path)
 		}
 	}
 }

@@ -9,6 +9,14 @@
 // session or parent they end up in. The marker also lets the next helper start
 // find what a SIGKILLed helper left behind (Registry.Cleanup).
 //
+// Stopping the orphans is half of it: the backend must also hear that the
+// run ended, or its session stays "running". A record names the run's
+// SpoolKey (session and current interaction), and ClaimDead hands each dead
+// helper's run to exactly one process, the one holding the run's spool, by
+// renaming the record to a claim file named after the claimer; rename(2)
+// of one path succeeds once, so helpers starting together never both post.
+// A claim whose holder died is taken over the same way.
+//
 // The run ID is the client's, so it is not unique on the machine: another
 // helper may have a run of the same ID live. Each start of a run therefore
 // also carries a random token (TokenEnv); a Tree or Record with a Token takes

@@ -32,6 +32,7 @@ const (
 	modeSpawn      = "spawn"      // start an ignoring child in a new session, print its pid, sleep
 	modeHelper     = "helper"     // play a helper: start a marked spawn tree, register it, print "cli grandchild"
 	modeFindMarked = "findmarked" // print FindMarked($RUN_ID)
+	modeClaim      = "claim"      // on a line on stdin, ClaimDead($REGISTRY_DIR), finish each claim, print the run IDs
 )
 
 func TestMain(m *testing.M) {
@@ -101,6 +102,8 @@ func runHelper(mode string) int {
 			return 1
 		}
 		fmt.Println(line)
+	case modeClaim:
+		return claimHelper(os.Getenv("REGISTRY_DIR"))
 	case modeFindMarked:
 		ps, err := FindMarked(os.Getenv("RUN_ID"))
 		if err != nil {
@@ -143,7 +146,8 @@ func playHelper(dir, runID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rec := Record{RunID: runID, Helper: self, CLI: c, PGID: c.PID, Started: time.Now()}
+	rec := Record{RunID: runID, Helper: self, CLI: c, PGID: c.PID, Started: time.Now(),
+		Spool: SpoolKey{SessionID: os.Getenv("SPOOL_SESSION"), InteractionID: os.Getenv("SPOOL_INTERACTION")}}
 	if err := (Registry{Dir: dir}).Register(rec); err != nil {
 		return "", err
 	}

@@ -27,6 +27,20 @@ type Record struct {
 	CLI     Proc      `json:"cli"`
 	PGID    int       `json:"pgid"`
 	Started time.Time `json:"started"`
+	// Spool is where the run's events go. When the helper dies while the
+	// run is live, the next start posts the run's end there (ClaimDead);
+	// a record without one (written before this existed, or of a run with
+	// nowhere to post) is removed once its processes are stopped.
+	Spool SpoolKey `json:"spool,omitzero"`
+}
+
+// SpoolKey is where a run's events go in the spool: the session (the
+// forwarder keeps one spool per session) and the interaction of the turn
+// that runs now (the forwarder numbers seq per interaction). Never a
+// credential: whoever posts for a dead helper posts with its own.
+type SpoolKey struct {
+	SessionID     string `json:"sessionID"`
+	InteractionID string `json:"interactionID"`
 }
 
 // Registry keeps one file per live run in Dir (for example <data_dir>/runs),
@@ -127,8 +141,11 @@ func (r Registry) Unregister(runID string) error {
 //   - every process carrying the run's marker.
 //
 // A record is removed once nothing of its run is alive, and kept for the next
-// Cleanup if something survived. Unreadable or corrupt record files are
-// reported in the report's Errors and removed. The error is for a registry
+// Cleanup if something survived. A record with a Spool key stays after its
+// run was stopped, for ClaimDead: the backend must still hear that the run
+// ended, and only a process that holds the run's spool can tell it.
+// Unreadable or corrupt record files are reported in the report's Errors
+// and removed. The error is for a registry
 // that cannot be listed; a missing directory is an empty registry.
 func (r Registry) Cleanup(ctx context.Context, gap time.Duration) (CleanupReport, error) {
 	var rep CleanupReport
@@ -213,6 +230,9 @@ func stopStale(ctx context.Context, path string, gap time.Duration) stopResult {
 		res.err = &RecordError{File: path, RunID: rec.RunID, Err: fmt.Errorf("stop leftover processes (record kept for the next start): %w", err)}
 		return res
 	}
+	if rec.Spool != (SpoolKey{}) {
+		return res // the run's end is still to be posted: ClaimDead's
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		res.err = &RecordError{File: path, RunID: rec.RunID, Err: fmt.Errorf("remove: %w", err)}
 	}
@@ -245,6 +265,12 @@ func staleTree(rec Record) Tree {
 }
 
 func readRecord(path string) (Record, error) {
+	return readRecordAs(path, filepath.Base(path))
+}
+
+// readRecordAs reads the record in path, which must be that of the record
+// file name (a claim file holds the record it was renamed from).
+func readRecordAs(path, name string) (Record, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -258,7 +284,7 @@ func readRecord(path string) (Record, error) {
 	}
 	// The file name must be the one Register would have used, which also
 	// rejects an empty run ID (it would match every empty marker).
-	if name, err := fileName(rec.RunID); err != nil || name != filepath.Base(path) {
+	if want, err := fileName(rec.RunID); err != nil || want != name {
 		return Record{}, &RecordError{File: path, RunID: rec.RunID, Err: errors.New("corrupt record: run ID does not match the file name")}
 	}
 	return rec, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/content"
+	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -158,7 +159,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	if err := c.check(&req); err != nil {
 		return nil, err
 	}
-	er, err := c.executorRequest(req)
+	er, rec, err := c.executorRequest(req)
 	if err != nil {
 		return nil, err
 	}
@@ -185,8 +186,9 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		Cwd: req.Cwd, Live: len(c.runs)})
 	c.mu.Unlock()
 
-	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Mode: req.Mode, Prompt: er.Prompt, Cwd: req.Cwd, Model: req.Model,
-		PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue, Approvals: req.Approvals})
+	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Mode: req.Mode, PromptRecord: rec, Idle: req.Idle, Cwd: req.Cwd,
+		Model: req.Model, PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue,
+		Approvals: req.Approvals})
 	go func() {
 		defer c.wg.Done()
 		res, err := c.opts.Executor.Run(ctx, er, r, r)
@@ -200,14 +202,16 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	return r, nil
 }
 
-// executorRequest builds what the executor runs, refusing what it would
-// refuse before anything starts.
-func (c *Core) executorRequest(req Request) (executor.Request, error) {
+// executorRequest builds what the executor runs, and what relay.run_started
+// records of its prompt, refusing what it would refuse before anything
+// starts.
+func (c *Core) executorRequest(req Request) (executor.Request, wire.PromptRecord, error) {
 	er := executor.Request{RunID: req.RunID, Prompt: req.Prompt, Cwd: req.Cwd, Model: req.Model,
 		PermissionMode: permissionMode(req.PermissionMode), Approvals: req.Approvals, Resume: req.Resume,
 		Fork: req.Fork, Continue: req.Continue, MaxTurns: req.MaxTurns, AppendSystemPrompt: req.SystemPromptAppend,
 		Env: req.Env, AdditionalArgs: req.AdditionalArgs, KeepAlive: req.KeepAlive, IdleTimeout: req.IdleTimeout,
-		PartialMessages: req.PartialMessages, StopGitCheck: req.StopGitCheck, Idle: req.Idle, SessionID: req.ConversationID}
+		PartialMessages: req.PartialMessages, StopGitCheck: req.StopGitCheck, Idle: req.Idle, SessionID: req.ConversationID,
+		Spool: proc.SpoolKey{SessionID: req.SessionID, InteractionID: req.InteractionID}}
 	o := req.CLI
 	er.AllowedTools, er.DisallowedTools, er.MCPServers, er.AddDirs = o.AllowedTools, o.DisallowedTools, o.MCPServers, o.AddDirs
 	er.FallbackModel, er.MaxBudgetUSD, er.MaxThinkingTokens = o.FallbackModel, o.MaxBudgetUSD, o.MaxThinkingTokens
@@ -218,23 +222,25 @@ func (c *Core) executorRequest(req Request) (executor.Request, error) {
 	if er.KeepAlive && er.IdleTimeout <= 0 {
 		er.IdleTimeout = idleTimeout
 	}
+	// The record of a prompt given as text alone; the CLI gets it whole.
+	rec := wire.RecordPrompt(req.Prompt, nil)
 	if len(req.Content) > 0 {
-		msg, err := content.Build(req.Prompt, req.Content, req.Cwd, content.Limits{})
+		msg, err := content.Prepare(req.Prompt, req.Content, req.Cwd, content.Limits{})
 		if err != nil {
-			return er, refuse(RefuseBadValue, "%v", err)
+			return er, rec, refuse(RefuseBadValue, "%v", err)
 		}
-		er.Content = msg
-		// The executor completes a blank prompt at once (seed 002), and the
-		// backend's run_started shows the prompt: the summary names both.
+		er.Content, rec = msg.Content, msg.Record
+		// The executor sends Content and completes a blank Prompt at once
+		// (seed 002): it gets a summary, which is never blank.
 		er.Prompt = content.Summary(req.Prompt, req.Content, req.Cwd)
 	}
 	if strings.TrimSpace(er.Prompt) == "" && !er.Idle {
-		return er, nil // seed 002: completes at once, nothing to check
+		return er, rec, nil // seed 002: completes at once, nothing to check
 	}
 	if err := executor.Validate(er); err != nil {
-		return er, refuse(RefuseBadValue, "%s", strings.TrimPrefix(err.Error(), executor.ErrBadRequest.Error()+": "))
+		return er, rec, refuse(RefuseBadValue, "%s", strings.TrimPrefix(err.Error(), executor.ErrBadRequest.Error()+": "))
 	}
-	return er, nil
+	return er, rec, nil
 }
 
 func permissionMode(m string) streamjson.PermissionMode { return streamjson.PermissionMode(m) }

@@ -15,4 +15,9 @@
 // outcome is settled in the same step as it is taken, so every later reply
 // gets a DecidedError naming the winner, and a front end whose question was
 // answered elsewhere gets KindApprovalCancelled saying by whom.
+//
+// A helper that dies mid-run spools no end for its runs. EndDeadRuns, which
+// every start calls once its spool is open, spools it in its stead:
+// relay.run_failed with reason helper_exited, in the run's interaction,
+// numbered after the run's own events.
 package relay

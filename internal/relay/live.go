@@ -36,16 +36,32 @@ type live struct {
 	ending  bool
 }
 
+// Message is what Send writes to a live run: a text, content blocks, or
+// both (as for Request.Prompt and Request.Content).
+type Message struct {
+	Prompt  string
+	Content []content.Block
+	// Record, when set, is what relay.message_sent records of the message
+	// in place of what content.Prepare makes of Prompt and Content: the ACP
+	// agent describes the blocks its client sent (resource links, embedded
+	// resources), which Content carries as plain text and images.
+	Record *wire.PromptRecord
+}
+
 // Send starts the next turn of a live run, or queues it behind the running
 // one. interactionID names the turn's interaction (generated when empty).
-func (c *Core) Send(requestID, runID, interactionID, prompt string, blocks []content.Block) error {
+func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 	r, err := c.liveRun(runID)
 	if err != nil {
 		return err
 	}
-	msg, err := content.Build(prompt, blocks, r.cwd, content.Limits{})
+	msg, err := content.Prepare(m.Prompt, m.Content, r.cwd, content.Limits{})
 	if err != nil {
 		return refuse(RefuseBadValue, "%v", err)
+	}
+	rec := msg.Record
+	if m.Record != nil {
+		rec = *m.Record
 	}
 	if interactionID == "" {
 		interactionID = uuid.NewString()
@@ -63,15 +79,8 @@ func (c *Core) Send(requestID, runID, interactionID, prompt string, blocks []con
 	}
 	r.mu.Unlock()
 	// Before the write, so it is the first event of its interaction.
-	shown := prompt
-	if strings.TrimSpace(shown) == "" {
-		shown = content.Summary("", blocks, r.cwd) // blocks only: say what was sent
-	}
-	data, err := json.Marshal(wire.MessageSent{RunID: runID, Prompt: shown, Blocks: len(blocks)})
-	if err == nil {
-		r.enqueueEvent(interactionID, wire.TypeMessageSent, data)
-	}
-	return r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg})
+	r.enqueueIn(interactionID, wire.TypeMessageSent, wire.MessageSent{RunID: runID, PromptRecord: rec})
+	return r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg.Content, Interaction: interactionID})
 }
 
 // Interrupt stops the running turn of runID; a live run then waits for the

@@ -244,7 +244,7 @@ func TestSendPostsMessageSentFirst(t *testing.T) {
 					t.Fatalf("turn 1 ended in interaction %q, want i1", e.InteractionID)
 				}
 			}
-			if err := c.Send("req-1", "r", tc.inter, tc.prompt, tc.blocks); err != nil {
+			if err := c.Send("req-1", "r", tc.inter, Message{Prompt: tc.prompt, Content: tc.blocks}); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.End("req-2", "r"); err != nil {
@@ -274,9 +274,11 @@ func TestSendPostsMessageSentFirst(t *testing.T) {
 			if err := json.Unmarshal(sent[0].Data, &got); err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]any{"run_id": "r", "prompt": tc.prompt}
+			want := map[string]any{"v": float64(wire.VMessageSent), "run_id": "r", "prompt": tc.prompt, "prompt_bytes": float64(len(tc.prompt))}
 			if len(tc.blocks) > 0 {
-				want["blocks"] = float64(len(tc.blocks))
+				// notes.txt holds "notes".
+				want["blocks"] = []any{map[string]any{"type": "file", "path": "notes.txt", "media_type": "text/plain", "size": float64(5),
+					"sha256": wire.SHA256([]byte("notes"))}}
 			}
 			if gb, _ := json.Marshal(got); string(gb) != mustMarshal(t, want) {
 				t.Errorf("relay.message_sent data %s, want %s", sent[0].Data, mustMarshal(t, want))

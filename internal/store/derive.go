@@ -38,12 +38,16 @@ type Facts struct {
 	Result    *Result // non-nil for a CLI result event
 
 	// What the session list shows (listing.go).
-	Prompt  string   // a prompt the user gave, as sent ("" when none)
-	Cwd     string   // a working directory the event names
-	CwdRank int      // how much Cwd says about the project: CwdRun or CwdHook
-	Source  string   // the kind of session the event shows, "" when it shows none
-	Model   string   // the model a run used (system/init) or asked for (relay.run_started)
-	Tools   []string // names of the tools the event calls
+	Prompt string // a prompt the user gave, as sent, or a description of its blocks ("" when none)
+	// LegacyPrompt: Prompt is the summary a helper before event schema 2
+	// recorded in place of a prompt given with content blocks, such as
+	// "[text, 30 B]"; it titles a session only when no real prompt does.
+	LegacyPrompt bool
+	Cwd          string   // a working directory the event names
+	CwdRank      int      // how much Cwd says about the project: CwdRun or CwdHook
+	Source       string   // the kind of session the event shows, "" when it shows none
+	Model        string   // the model a run used (system/init) or asked for (relay.run_started)
+	Tools        []string // names of the tools the event calls
 
 	// Approvals (approvals.go).
 	RunID           string                  // event_data.run_id of a relay lifecycle event

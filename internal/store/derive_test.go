@@ -226,6 +226,9 @@ func FuzzFactsOf(f *testing.F) {
 	f.Add(store.EventApprovalRequested, `{"approval_id":"a","run_id":"r","options":["allow"],"input":{"x":1}}`)
 	f.Add(store.EventApprovalResolved, `{"approval_id":"a","decision":"deny","by":"tty"}`)
 	f.Add("result", `{"type":"result","modelUsage":{"m":{"inputTokens":1,"costUSD":0.1}}}`)
+	f.Add("relay.message_sent", `{"v":2,"blocks":[{"type":"image","path":"a/b.png","media_type":"image/png","size":2048}],"blocks_total":300}`)
+	f.Add("relay.message_sent", `{"prompt":"[text, 30 B] + 2 more blocks","blocks":3}`)
+	f.Add(store.EventRunStarted, `{"v":2,"idle":true,"blocks":"x","prompt":7}`)
 	f.Fuzz(func(t *testing.T, eventType, data string) {
 		e := event("i", 1, eventType, 0, data)
 		facts := store.FactsOf(e)

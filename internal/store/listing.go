@@ -2,6 +2,9 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,7 +34,8 @@ const (
 // listingFacts reads the list fields' facts of one event:
 //
 //   - Prompt: relay.run_started's prompt, relay.message_sent's (a live run's
-//     follow-up), hook.UserPromptSubmit's prompt.
+//     follow-up, an ACP prompt), hook.UserPromptSubmit's prompt; see
+//     promptOf. An idle start (relay.run_started without a prompt) has none.
 //   - Cwd: relay.run_started's cwd (CwdRun), any hook event's cwd (CwdHook).
 //   - Source: relay.run_started's mode ("terminal", "acp", else background);
 //     any hook.* or transcript.* event shows a terminal session.
@@ -44,7 +48,7 @@ const (
 func listingFacts(f *Facts, ev Event, obj map[string]json.RawMessage, typ string) {
 	switch et := ev.EventType; {
 	case et == EventRunStarted:
-		f.Prompt = jsonString(obj["prompt"])
+		f.Prompt, f.LegacyPrompt = promptOf(obj)
 		f.Cwd, f.CwdRank = jsonString(obj["cwd"]), CwdRun
 		f.Model = jsonString(obj["model"])
 		switch jsonString(obj["mode"]) {
@@ -56,7 +60,7 @@ func listingFacts(f *Facts, ev Event, obj map[string]json.RawMessage, typ string
 			f.Source = SourceBackground
 		}
 	case et == wire.TypeMessageSent:
-		f.Prompt = jsonString(obj["prompt"])
+		f.Prompt, f.LegacyPrompt = promptOf(obj)
 	case strings.HasPrefix(et, "hook."):
 		f.Source = SourceTerminal
 		f.Cwd, f.CwdRank = jsonString(obj["cwd"]), CwdHook
@@ -84,6 +88,105 @@ func listingFacts(f *Facts, ev Event, obj map[string]json.RawMessage, typ string
 	}
 }
 
+// promptOf reads the prompt of relay.run_started or relay.message_sent: its
+// text, else (a prompt of images or files alone) a description of its blocks
+// (DescribeBlocks). Data of schema version 1 (no "v") held, for a prompt
+// given with content blocks, a one-line summary in place of its text
+// ("[text, 30 B]", "prompt text + [image x.png, 2.0 KiB]"): legacy reports
+// such a summary.
+func promptOf(obj map[string]json.RawMessage) (prompt string, legacy bool) {
+	text := jsonString(obj["prompt"])
+	if jsonInt(obj["v"]) < 2 {
+		return text, legacySummary.MatchString(text)
+	}
+	if strings.TrimSpace(text) != "" {
+		return text, false
+	}
+	var blocks []wire.PromptBlock
+	if json.Unmarshal(obj["blocks"], &blocks) != nil {
+		return "", false
+	}
+	total := int(jsonInt(obj["blocks_total"]))
+	return DescribeBlocks(blocks, max(total, len(blocks))), false
+}
+
+// legacySummary matches what content.Summary wrote into version 1 events:
+// "prompt text" or "[…]" items joined by " + ", the last maybe "N more
+// blocks".
+var legacySummary = regexp.MustCompile(`^(prompt text|\[[^\[\]]*\])( \+ (\[[^\[\]]*\]|\d+ more blocks))*$`)
+
+// maxDescribed bounds the blocks DescribeBlocks names.
+const maxDescribed = 4
+
+// DescribeBlocks names a prompt's content blocks for people, for a prompt
+// that has no text: "image.png (PNG, 120.0 KiB)"; several are joined with
+// ", " and after the fourth "and N more" counts the rest (of total, the
+// number of blocks the prompt had). Text blocks, blank in a prompt without
+// text, are left out. A block's name is its own (an ACP resource link's),
+// else the last element of its path or URI, else its type. The dashboard's
+// session page (session-model.js) words a turn's blocks the same way.
+func DescribeBlocks(blocks []wire.PromptBlock, total int) string {
+	var parts []string
+	rest := max(total-len(blocks), 0)
+	for _, b := range blocks {
+		switch {
+		case b.Type == wire.BlockText:
+		case len(parts) == maxDescribed:
+			rest++
+		default:
+			parts = append(parts, describeBlock(b))
+		}
+	}
+	out := strings.Join(parts, ", ")
+	if rest > 0 && out != "" {
+		out += fmt.Sprintf(" and %d more", rest)
+	}
+	return out
+}
+
+func describeBlock(b wire.PromptBlock) string {
+	name := b.Name
+	if name == "" && b.Path != "" {
+		p := b.Path
+		if i := strings.IndexAny(p, "?#"); i > 0 && strings.Contains(p, "://") {
+			p = p[:i]
+		}
+		name = path.Base(strings.TrimRight(p, "/"))
+	}
+	if name == "" || name == "." || name == "/" {
+		name = b.Type
+	}
+	var details []string
+	if f := mediaName(b.MediaType); f != "" {
+		details = append(details, f)
+	}
+	if b.Size > 0 {
+		details = append(details, wire.HumanSize(b.Size))
+	}
+	if len(details) == 0 {
+		return name
+	}
+	return name + " (" + strings.Join(details, ", ") + ")"
+}
+
+// mediaName is a media type as people call it: PNG, JPEG, GIF, WebP,
+// text; others as they are.
+func mediaName(media string) string {
+	switch strings.ToLower(media) {
+	case "image/png":
+		return "PNG"
+	case "image/jpeg":
+		return "JPEG"
+	case "image/gif":
+		return "GIF"
+	case "image/webp":
+		return "WebP"
+	case "text/plain":
+		return "text"
+	}
+	return media
+}
+
 // toolNames returns the names of a message's tool_use content blocks.
 func toolNames(message json.RawMessage) []string {
 	var m struct {
@@ -108,7 +211,9 @@ func toolNames(message json.RawMessage) []string {
 // does not depend on the order in which events arrive:
 //
 //   - Title: of the events with a prompt, the earliest (envelope timestamp,
-//     then interaction_id, then seq, then the title), as TitleOf makes it.
+//     then interaction_id, then seq, then the title), as TitleOf makes it;
+//     a legacy summary (Facts.LegacyPrompt) only when no event has a real
+//     prompt (TitleRank).
 //   - Project: the Cwd of highest rank (a run's over a hook's), of those the
 //     earliest as for Title.
 //   - Source: terminal over acp over background: hooks and transcript lines
@@ -119,6 +224,7 @@ func toolNames(message json.RawMessage) []string {
 type Listing struct {
 	Title       string   `json:"title,omitempty"`
 	TitleKey    EventKey `json:"title_key"`
+	TitleRank   int      `json:"title_rank,omitempty"` // titleReal or titleLegacy; 0 in rows stored before it existed
 	Project     string   `json:"project,omitempty"`
 	ProjectRank int      `json:"project_rank,omitempty"`
 	ProjectKey  EventKey `json:"project_key"`
@@ -166,11 +272,23 @@ func first(k EventKey, v string, ok EventKey, ov string) bool {
 
 var sourceRank = map[string]int{SourceBackground: 1, SourceACP: 2, SourceTerminal: 3}
 
+// Ranks of a title: a prompt as given outranks a legacy summary.
+const (
+	titleLegacy = 1
+	titleReal   = 2
+)
+
 // Apply folds one event's facts in and reports whether a field changed.
 func (l *Listing) Apply(ev Event, f Facts) (changed bool) {
 	k := KeyOf(ev)
-	if title := TitleOf(f.Prompt); title != "" && (l.Title == "" || first(k, title, l.TitleKey, l.Title)) {
-		l.Title, l.TitleKey, changed = title, k, true
+	if title := TitleOf(f.Prompt); title != "" {
+		rank := titleReal
+		if f.LegacyPrompt {
+			rank = titleLegacy
+		}
+		if rank > l.TitleRank || (rank == l.TitleRank && (l.Title == "" || first(k, title, l.TitleKey, l.Title))) {
+			l.Title, l.TitleKey, l.TitleRank, changed = title, k, rank, true
+		}
 	}
 	if cwd := clean(f.Cwd); cwd != "" && (f.CwdRank > l.ProjectRank ||
 		(f.CwdRank == l.ProjectRank && first(k, cwd, l.ProjectKey, l.Project))) {

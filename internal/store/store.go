@@ -127,6 +127,10 @@ type Session struct {
 	Source  string `json:"source"`  // background, terminal or acp; "" before a run started
 	Model   string `json:"model"`   // the model its latest run used or asked for
 	Turns   int64  `json:"turns"`   // CLI results counted (one per turn)
+	// Stale is never stored: the API sets it when it serves the session
+	// (MarkStale), when the session is running but has had no event for
+	// StaleAfter ("no news since UpdatedAt").
+	Stale bool `json:"stale,omitempty"`
 }
 
 // AppendResult says what happened to one event of an Append.
@@ -153,13 +157,17 @@ type ListOptions struct {
 	// Query matches, case-insensitively as a substring, a session's
 	// prompts, its ID, any of its conversation IDs, or the name of a tool
 	// it called.
-	Query    string
-	Status   string    // one of the statuses
+	Query string
+	// Status is one of the statuses, or StatusStale: running sessions with
+	// no event for StaleAfter. StatusRunning lists the other running ones.
+	Status   string
 	Project  string    // exact working directory
 	From, To time.Time // CreatedAt in [From, To)
 	// After continues a listing after the last session of the previous
 	// page (keyset paging: stable while sessions arrive).
 	After *ListCursor
+	// Now is when staleness is judged (zero: the time of the call).
+	Now time.Time
 }
 
 // ListCursor is a position in the session list.

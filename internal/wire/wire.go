@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// Event types of the relay's own events (CONTRACT §6).
+// Event types of the relay's own events: CONTRACT §6 names the first six;
+// docs/events.md describes every one, its fields and its schema version.
 const (
 	TypeRunStarted    = "relay.run_started"
 	TypeRunCompleted  = "relay.run_completed"
@@ -25,6 +26,24 @@ const (
 	// Approvals (CONTRACT §10): what was asked, and who decided what.
 	TypeApprovalRequested = "relay.approval_requested"
 	TypeApprovalResolved  = "relay.approval_resolved"
+)
+
+// Schema versions of the relay events' data, written as its "v" by each
+// type's MarshalJSON (docs/events.md). Data without "v" is version 1 as it
+// was before versions were written: for run_started and message_sent, a
+// prompt given with content blocks was then a one-line summary
+// ("[text, 30 B]") and message_sent's "blocks" a count.
+const (
+	VRunStarted        = 2 // 2: the prompt in full (bounded, marked when cut), blocks described, idle
+	VMessageSent       = 2 // 2: as run_started; "blocks" is a list (it was a count)
+	VRunEnded          = 1
+	VTurnCompleted     = 1
+	VModeChanged       = 1
+	VStderr            = 1
+	VLimitNotice       = 1
+	VMalformedLine     = 1
+	VApprovalRequested = 1
+	VApprovalResolved  = 1
 )
 
 // Run modes, in RunStarted.Mode and RunEnded.Mode: how the run was started.
@@ -77,6 +96,7 @@ func Questions(raw json.RawMessage) []Question {
 
 // ApprovalRequested is relay.approval_requested's data.
 type ApprovalRequested struct {
+	V           int             `json:"v"` // VApprovalRequested, set when written
 	RunID       string          `json:"run_id"`
 	ApprovalID  string          `json:"approval_id"`
 	Kind        string          `json:"kind"`
@@ -91,6 +111,7 @@ type ApprovalRequested struct {
 // ApprovalResolved is relay.approval_resolved's data: the decision and who
 // made it (one of the By constants).
 type ApprovalResolved struct {
+	V          int    `json:"v"` // VApprovalResolved, set when written
 	RunID      string `json:"run_id"`
 	ApprovalID string `json:"approval_id"`
 	Decision   string `json:"decision"` // one of the request's options
@@ -194,9 +215,15 @@ func (u Usage) Add(v Usage) Usage {
 
 // RunStarted is relay.run_started's data.
 type RunStarted struct {
-	RunID          string `json:"run_id"`
-	Mode           string `json:"mode,omitempty"` // ModeTerminal or ModeACP; none for a background run
-	Prompt         string `json:"prompt,omitempty"`
+	V     int    `json:"v"` // VRunStarted, set when written
+	RunID string `json:"run_id"`
+	Mode  string `json:"mode,omitempty"` // ModeTerminal or ModeACP; none for a background run
+	// PromptRecord is the run's first prompt (prompt, prompt_bytes,
+	// prompt_truncated, blocks, …); none for an idle start.
+	PromptRecord
+	// Idle: the run started with no prompt (an ACP session at session/new):
+	// its first prompt is a relay.message_sent, in the interaction it starts.
+	Idle           bool   `json:"idle,omitempty"`
 	Cwd            string `json:"cwd"`
 	Model          string `json:"model,omitempty"`
 	PermissionMode string `json:"permission_mode,omitempty"`
@@ -208,6 +235,7 @@ type RunStarted struct {
 
 // RunEnded is the data of relay.run_completed, run_failed and run_cancelled.
 type RunEnded struct {
+	V              int      `json:"v"` // VRunEnded, set when written
 	RunID          string   `json:"run_id"`
 	Mode           string   `json:"mode,omitempty"`
 	Status         string   `json:"status"` // completed, failed or cancelled
@@ -218,6 +246,16 @@ type RunEnded struct {
 	Reason         string   `json:"reason,omitempty"`
 	ExitCode       *int     `json:"exit_code,omitempty"` // the CLI's own exit status, where it is known apart from Result
 }
+
+// Reasons in RunEnded.Reason that programs may match on; any other reason
+// is text for people.
+const (
+	// ReasonHelperExited: the helper that ran the run died while it was
+	// live (SIGKILL, a crash, a power cut). The next helper start on the
+	// same data dir stopped what was left of it and posted this end in its
+	// stead; Result.Stderr says which helper and when.
+	ReasonHelperExited = "helper_exited"
+)
 
 // EndType is the event type of a run that ended with status.
 func EndType(status string) string {
@@ -233,6 +271,7 @@ func EndType(status string) string {
 // TurnCompleted is relay.turn_completed's data: one turn of a live run
 // ended, and the run waits for the next message.
 type TurnCompleted struct {
+	V              int      `json:"v"` // VTurnCompleted, set when written
 	RunID          string   `json:"run_id"`
 	Turn           int      `json:"turn"`
 	Status         string   `json:"status"`
@@ -242,38 +281,113 @@ type TurnCompleted struct {
 	TotalCostUSD   *float64 `json:"total_cost_usd,omitempty"`
 }
 
-// MessageSent is relay.message_sent's data: a follow-up written to a live
-// run, posted in the interaction it starts (the CLI does not echo it), so
-// the backend can show and search what was asked.
+// MessageSent is relay.message_sent's data: a message written to a live
+// run (a follow-up, or an ACP session's every prompt), posted in the
+// interaction it starts (the CLI does not echo it), so the backend can
+// show and search what was asked.
 type MessageSent struct {
-	RunID  string `json:"run_id"`
-	Prompt string `json:"prompt"`
-	Blocks int    `json:"blocks,omitempty"` // content blocks sent with it (text, images, files)
+	V     int    `json:"v"` // VMessageSent, set when written
+	RunID string `json:"run_id"`
+	PromptRecord
 }
 
 // ModeChanged is relay.mode_changed's data.
 type ModeChanged struct {
+	V              int    `json:"v"` // VModeChanged, set when written
 	RunID          string `json:"run_id"`
 	PermissionMode string `json:"permission_mode"`
 }
 
 // Stderr is relay.stderr's data: one line the CLI wrote to stderr.
 type Stderr struct {
+	V     int    `json:"v"` // VStderr, set when written
 	RunID string `json:"run_id"`
 	Line  string `json:"line"`
 }
 
 // LimitNotice is relay.limit_notice's data.
 type LimitNotice struct {
+	V       int    `json:"v"` // VLimitNotice, set when written
 	RunID   string `json:"run_id"`
 	Message string `json:"message"`
 }
 
 // MalformedLine is relay.malformed_line's data: output that was not JSON.
 type MalformedLine struct {
+	V      int    `json:"v"` // VMalformedLine, set when written
 	RunID  string `json:"run_id"`
 	Source string `json:"source,omitempty"` // "transcript" for a terminal run's transcript
 	Raw    string `json:"raw"`
 	Error  string `json:"error,omitempty"`
 	Bytes  int    `json:"bytes,omitempty"`
+}
+
+// MarshalJSON writes the data with "v" = VRunStarted.
+func (e RunStarted) MarshalJSON() ([]byte, error) {
+	type data RunStarted
+	e.V = VRunStarted
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VRunEnded.
+func (e RunEnded) MarshalJSON() ([]byte, error) {
+	type data RunEnded
+	e.V = VRunEnded
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VTurnCompleted.
+func (e TurnCompleted) MarshalJSON() ([]byte, error) {
+	type data TurnCompleted
+	e.V = VTurnCompleted
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VMessageSent.
+func (e MessageSent) MarshalJSON() ([]byte, error) {
+	type data MessageSent
+	e.V = VMessageSent
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VModeChanged.
+func (e ModeChanged) MarshalJSON() ([]byte, error) {
+	type data ModeChanged
+	e.V = VModeChanged
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VStderr.
+func (e Stderr) MarshalJSON() ([]byte, error) {
+	type data Stderr
+	e.V = VStderr
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VLimitNotice.
+func (e LimitNotice) MarshalJSON() ([]byte, error) {
+	type data LimitNotice
+	e.V = VLimitNotice
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VMalformedLine.
+func (e MalformedLine) MarshalJSON() ([]byte, error) {
+	type data MalformedLine
+	e.V = VMalformedLine
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VApprovalRequested.
+func (e ApprovalRequested) MarshalJSON() ([]byte, error) {
+	type data ApprovalRequested
+	e.V = VApprovalRequested
+	return json.Marshal(data(e))
+}
+
+// MarshalJSON writes the data with "v" = VApprovalResolved.
+func (e ApprovalResolved) MarshalJSON() ([]byte, error) {
+	type data ApprovalResolved
+	e.V = VApprovalResolved
+	return json.Marshal(data(e))
 }

@@ -208,6 +208,9 @@ func (s *Store) Sessions(ctx context.Context, opts store.ListOptions) ([]store.S
 		return nil, store.ErrClosed
 	}
 	needle := store.SearchNeedle(opts.Query)
+	if opts.Now.IsZero() {
+		opts.Now = time.Now() // one instant for every session's staleness
+	}
 	out := make([]store.Session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
 		if listed(ss, opts, needle) {
@@ -244,7 +247,7 @@ func newer(at time.Time, id string, bt time.Time, bid string) bool {
 func listed(ss *session, opts store.ListOptions, needle string) bool {
 	in := &ss.info
 	switch {
-	case opts.Status != "" && in.Status != opts.Status,
+	case opts.Status != "" && store.ListStatus(*in, opts.Now) != opts.Status,
 		opts.Project != "" && in.Project != opts.Project,
 		!opts.From.IsZero() && in.CreatedAt.Before(opts.From),
 		!opts.To.IsZero() && !in.CreatedAt.Before(opts.To),

@@ -35,13 +35,52 @@ window.CR = (function () {
     return Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
   }
 
-  // sessionDuration is start to end, or to now while running.
+  // sessionDuration is start to end, or to now while running (to its last
+  // news when it has had none for long).
   function sessionDuration(s) {
     const start = Date.parse(s.started_at || s.created_at);
     if (isNaN(start)) return '–';
     let end = Date.parse(s.ended_at || '');
-    if (isNaN(end)) end = s.status === 'running' ? Date.now() : Date.parse(s.updated_at);
+    if (isNaN(end)) end = s.status === 'running' && !isStale(s) ? Date.now() : Date.parse(s.updated_at);
     return fmtDuration(end - start);
+  }
+
+  // STALE_MS is the server's store.StaleAfter (35 minutes): a running
+  // session with no event for that long is stale, shown as "no news since"
+  // its last event. The server marks it (stale: true) when it answers; a
+  // page left open marks it itself when the time comes.
+  const STALE_MS = 35 * 60 * 1000;
+
+  function isStale(s) {
+    if (!s || s.status !== 'running') return false;
+    if (s.stale === true) return true;
+    const t = Date.parse(s.updated_at || '');
+    return !isNaN(t) && Date.now() - t > STALE_MS;
+  }
+
+  // stateOf is what the list filters a session by: its status, or "stale".
+  function stateOf(s) { return isStale(s) ? 'stale' : s.status; }
+
+  // noNewsSince is "no news since 14:05" (with the date when not today).
+  function noNewsSince(iso) {
+    const d = new Date(iso || '');
+    if (isNaN(d)) return 'no news';
+    const today = new Date().toDateString() === d.toDateString();
+    const opts = today ? { hour: '2-digit', minute: '2-digit' } : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' };
+    return 'no news since ' + d.toLocaleString(undefined, opts);
+  }
+
+  // setState shows a session's status, or "no news since …" for a stale one.
+  function setState(node, s) {
+    if (!isStale(s)) {
+      setStatus(node, s && s.status);
+      node.removeAttribute('title');
+      return;
+    }
+    node.textContent = noNewsSince(s.updated_at);
+    node.className = 'status stale';
+    node.title = 'Running, but no event for over ' + STALE_MS / 60000 + ' minutes (last at ' + fmtTime(s.updated_at) + '): its helper probably died. ' +
+      'The next start of claude-relay on that machine (or claude-relay spool flush) ends the run as failed.';
   }
 
   function fmtInt(n) { return num(n).toLocaleString(); }
@@ -114,5 +153,5 @@ window.CR = (function () {
     return 'HTTP ' + res.status;
   }
 
-  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, setStatus, copyText, setConn };
+  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, setStatus, setState, isStale, stateOf, STALE_MS, copyText, setConn };
 })();

@@ -6,10 +6,11 @@
 'use strict';
 
 (function () {
-  const { el, sessionDuration, tokensTitle, setStatus, setConn, checkAuth } = window.CR;
+  const { el, sessionDuration, tokensTitle, setState, isStale, stateOf, setConn, checkAuth } = window.CR;
   const F = window.CRFmt;
   const PAGE = 50;
-  const STATUSES = ['running', 'completed', 'failed', 'cancelled', 'unknown'];
+  // "stale": running, but no event for 35 minutes (the server's filter).
+  const STATUSES = ['running', 'stale', 'completed', 'failed', 'cancelled', 'unknown'];
   const SOURCES = { background: 'background', terminal: 'terminal', acp: 'ACP' };
   const DEBOUNCE_MS = 250;
   const REFRESH_MS = 300;
@@ -209,7 +210,7 @@
   // matchesLocally checks the filters a page can check itself; only the
   // server knows what a search matches.
   function matchesLocally(s) {
-    if (filters.status && s.status !== filters.status) return false;
+    if (filters.status && stateOf(s) !== filters.status) return false;
     if (filters.project && s.project !== filters.project) return false;
     const created = Date.parse(s.created_at || '');
     if (filters.from && !(created >= Date.parse(localDay(filters.from, 0)))) return false;
@@ -345,7 +346,7 @@
 
     const st = el('td');
     const badge = el('span');
-    setStatus(badge, s.status);
+    setState(badge, s);
     st.appendChild(badge);
     tr.appendChild(st);
 
@@ -365,7 +366,7 @@
     tr.appendChild(tok);
     tr.appendChild(el('td', 'num cost', F.usd(s.total_cost_usd)));
     tr.appendChild(el('td', 'model', s.model || '–'));
-    return { s, tr, dur, time };
+    return { s, tr, dur, time, stale: isStale(s) };
   }
 
   function render() {
@@ -414,7 +415,7 @@
   function describe(f) {
     const parts = [];
     if (f.q) parts.push('"' + f.q + '"');
-    if (f.status) parts.push('status ' + f.status);
+    if (f.status) parts.push(f.status === 'stale' ? 'no news for ' + window.CR.STALE_MS / 60000 + ' minutes' : 'status ' + f.status);
     if (f.project) parts.push('project ' + F.basename(f.project));
     if (f.from && f.to) parts.push('started ' + f.from + ' to ' + f.to);
     else if (f.from) parts.push('started from ' + f.from);
@@ -507,11 +508,19 @@
     if (tr) location.href = '/sessions/' + encodeURIComponent(tr.dataset.id);
   });
 
-  // Running sessions' durations tick; "started" times age.
+  // Running sessions' durations tick; "started" times age; a running
+  // session that has gone quiet for too long turns stale (under a status
+  // filter it may then leave the list).
   let ticks = 0;
   setInterval(() => {
     ticks++;
-    for (const r of rows.values()) {
+    for (const [id, r] of rows) {
+      if (r.s.status === 'running' && isStale(r.s) !== r.stale) {
+        rows.delete(id); // rebuilt by render
+        if (!matchesLocally(r.s)) sessions.delete(id);
+        schedule();
+        continue;
+      }
       if (r.s.status === 'running') r.dur.textContent = sessionDuration(r.s);
       if (ticks % 30 === 0) r.time.textContent = F.relTime(r.time.dateTime);
     }

@@ -28,6 +28,56 @@ window.CRModel = (function () {
   function num(v) { return typeof v === 'number' && isFinite(v) ? v : null; }
   function samePrompt(a, b) { return str(a).trim() === str(b).trim(); }
 
+  // sizeText and describeBlocks word a prompt's blocks as the backend's
+  // titles do (store.DescribeBlocks): "image.png (PNG, 120.0 KiB)".
+  function sizeText(n) {
+    if (n < 1024) return n + ' B';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KiB';
+    if (n < 1024 * 1024 * 1024) return (n / 1024 / 1024).toFixed(1) + ' MiB';
+    return (n / 1024 / 1024 / 1024).toFixed(1) + ' GiB';
+  }
+  const MEDIA_NAMES = { 'image/png': 'PNG', 'image/jpeg': 'JPEG', 'image/gif': 'GIF', 'image/webp': 'WebP', 'text/plain': 'text' };
+  function describeBlock(b) {
+    let name = str(b.name);
+    if (!name && str(b.path)) {
+      let p = b.path;
+      if (p.indexOf('://') >= 0) p = p.replace(/[?#].*$/, '');
+      name = p.replace(/\/+$/, '').split('/').pop();
+    }
+    if (!name || name === '.') name = str(b.type) || 'block';
+    const media = str(b.media_type);
+    const details = [];
+    if (media) details.push(MEDIA_NAMES[media.toLowerCase()] || media);
+    if (num(b.size) !== null && b.size > 0) details.push(sizeText(b.size));
+    return details.length ? name + ' (' + details.join(', ') + ')' : name;
+  }
+  function describeBlocks(blocks, total) {
+    const parts = [];
+    let rest = Math.max(total - blocks.length, 0);
+    for (const b of blocks) {
+      if (b.type === 'text') continue; // blank, in a prompt without text
+      if (parts.length === 4) rest++;
+      else parts.push(describeBlock(b));
+    }
+    let out = parts.join(', ');
+    if (out && rest > 0) out += ' and ' + rest + ' more';
+    return out;
+  }
+
+  // promptOf is the prompt relay.run_started or relay.message_sent recorded
+  // (event schema 2): its text, else a description of its blocks (a prompt
+  // of images or files alone), and a note when the record was cut. Empty
+  // for an idle start.
+  function promptOf(d) {
+    let text = str(d.prompt);
+    const blocks = Array.isArray(d.blocks) ? d.blocks.filter((b) => b && typeof b === 'object') : [];
+    if (!text.trim() && blocks.length) text = describeBlocks(blocks, Math.max(num(d.blocks_total) || 0, blocks.length));
+    if (d.prompt_truncated === true && text) {
+      text += '\n\n[cut: the prompt was ' + sizeText(num(d.prompt_bytes) || 0) + '; its first 256 KiB were recorded]';
+    }
+    return text;
+  }
+
   // toolInfo is a call's kind and title (as seed 004's extract_tool_info).
   function toolInfo(name, input) {
     input = obj(input);
@@ -112,8 +162,16 @@ window.CRModel = (function () {
     this.uuids = new Set();      // event type + uuid seen (transcript lines, CLI lines)
     this.turn = null;            // the current turn
     this.turnCount = 0;
+    this.turnInters = new Set(); // interactions that have a turn
+    // An idle start (relay.run_started without a prompt: an ACP session at
+    // session/new) makes no turn of its own: its run's first prompt, a
+    // relay.message_sent in the next interaction, is the first turn.
+    this.idleInters = new Set(); // interactions of idle starts
+    this.pendingRun = null;      // the idle start's run, for the next turn
     this.lastCursor = 0;
-    this.info = { prompt: '', cwd: '', model: '', source: '', results: 0 };
+    // answered: the model itself replied at least once (not only the CLI's
+    // "<synthetic>" messages), so the conversation exists to resume.
+    this.info = { prompt: '', cwd: '', model: '', source: '', results: 0, answered: false, turnMs: 0 };
   }
 
   const P = Model.prototype;
@@ -160,8 +218,27 @@ window.CRModel = (function () {
       prompt: '', promptFrom: '', images: [], hasContent: false, runID: '',
       status: '', durationMs: null, cost: null, usage: null, started: Date.parse(ev.timestamp), last: Date.parse(ev.timestamp),
     };
+    if (this.pendingRun) {
+      t.runID = this.pendingRun.runID;
+      t.mode = this.pendingRun.mode;
+      this.pendingRun = null;
+    }
     this.turn = t;
+    this.turnInters.add(t.interaction);
     return this.push(t);
+  };
+
+  // idle reports whether ev belongs to an idle start's interaction that has
+  // no turn: what happens there (the CLI's control answers, a mode change,
+  // the run's end before any prompt) makes no turn.
+  P.idle = function (ev) {
+    const i = str(ev.interaction_id);
+    return this.idleInters.has(i) && !this.turnInters.has(i);
+  };
+
+  // turnOrIdle is turnFor, or null for an event of an idle start.
+  P.turnOrIdle = function (ev) {
+    return this.idle(ev) ? null : this.turnFor(ev);
   };
 
   // turnFor returns the turn an event belongs to: the current one, or a new
@@ -239,11 +316,11 @@ window.CRModel = (function () {
       case 'result': return this.result(ev, d);
       case 'system': return this.system(ev, d);
     }
-    if (NOISE.has(type)) { this.turnFor(ev); return; }
+    if (NOISE.has(type)) { this.turnOrIdle(ev); return; }
     if (/malformed|stderr|error/i.test(type) || d.type === 'malformed') {
       return this.notice(ev, type, pickText(d) || JSON.stringify(d), 'error', d);
     }
-    this.turnFor(ev);
+    this.turnOrIdle(ev);
     return this.notice(ev, type || 'event', pickText(d), 'minor', d);
   };
 
@@ -282,6 +359,7 @@ window.CRModel = (function () {
     const parentID = str(d.parent_tool_use_id);
     // A subagent may use another model; "<synthetic>" marks the CLI's own messages.
     if (str(msg.model) && !parentID && !msg.model.startsWith('<')) this.info.model = msg.model;
+    if (!str(msg.model).startsWith('<')) this.info.answered = true; // "<synthetic>": the CLI's own words
     const content = msg.content;
     if (typeof content === 'string') {
       if (content.trim()) {
@@ -370,7 +448,10 @@ window.CRModel = (function () {
     const sub = str(d.subtype);
     const isError = d.is_error === true || sub.startsWith('error');
     t.status = isError ? 'failed' : 'completed';
-    if (num(d.duration_ms) !== null) t.durationMs = d.duration_ms;
+    if (num(d.duration_ms) !== null) {
+      t.durationMs = d.duration_ms;
+      this.info.turnMs += d.duration_ms;
+    }
     if (num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
     if (d.usage && typeof d.usage === 'object') t.usage = d.usage;
     if (num(d.num_turns) !== null) t.numTurns = d.num_turns;
@@ -378,7 +459,9 @@ window.CRModel = (function () {
     this.view.changed(t);
     if (isError) {
       const what = str(d.result) || (Array.isArray(d.errors) ? d.errors.filter((e) => typeof e === 'string').join('\n') : '') || sub;
-      this.notice(ev, 'result: ' + (sub || 'error'), what, 'error', d);
+      // The label says what the event says: an error result whose subtype
+      // is "success" (the CLI's "Not logged in") is an error, not a success.
+      this.notice(ev, 'result: ' + (sub && sub !== 'success' ? sub : 'error'), what, 'error', d);
     }
   };
 
@@ -470,25 +553,34 @@ window.CRModel = (function () {
   P.relay = function (ev, d, name) {
     switch (name) {
       case 'run_started': {
-        const t = this.turn;
-        const fresh = t && str(ev.interaction_id) === t.interaction && !t.hasContent && !t.runID && (!t.prompt || samePrompt(t.prompt, d.prompt));
-        const turn = fresh ? this.turnFor(ev) : this.newTurn(ev);
-        if (!turn.prompt && str(d.prompt)) turn.prompt = d.prompt;
-        turn.promptFrom = turn.promptFrom || 'run';
-        turn.runID = str(d.run_id);
-        turn.mode = str(d.mode);
-        if (str(d.prompt) && !this.info.prompt) this.info.prompt = d.prompt;
+        const prompt = promptOf(d);
         if (str(d.cwd)) this.info.cwd = this.info.cwd || d.cwd;
         if (str(d.model)) this.info.model = d.model;
         // Mode: "terminal", "acp", or none for a background run.
         if (!this.info.source) this.info.source = d.mode === 'terminal' || d.mode === 'acp' ? d.mode : 'background';
+        if (!prompt) {
+          // No prompt (idle, or typed later in a terminal): the turn comes
+          // with the first thing that needs one.
+          this.idleInters.add(str(ev.interaction_id));
+          this.pendingRun = { runID: str(d.run_id), mode: str(d.mode) };
+          return;
+        }
+        const t = this.turn;
+        const fresh = t && str(ev.interaction_id) === t.interaction && !t.hasContent && !t.runID && (!t.prompt || samePrompt(t.prompt, prompt));
+        const turn = fresh ? this.turnFor(ev) : this.newTurn(ev);
+        if (!turn.prompt) turn.prompt = prompt;
+        turn.promptFrom = turn.promptFrom || 'run';
+        turn.runID = str(d.run_id);
+        turn.mode = str(d.mode);
+        if (!this.info.prompt) this.info.prompt = prompt;
         this.mark(ev, turn);
         this.view.changed(turn);
         return;
       }
       case 'message_sent':
-        // A follow-up sent into a live run: the first event of its turn.
-        this.prompt(ev, str(d.prompt), 'run', []);
+        // A message sent into a live run (a follow-up; each prompt of an
+        // ACP session): the first event of its turn.
+        this.prompt(ev, promptOf(d), 'run', []);
         return;
       case 'turn_completed': {
         const t = this.turnFor(ev);
@@ -506,38 +598,42 @@ window.CRModel = (function () {
       case 'run_cancelled':
         return this.runEnded(ev, d, name.slice(4));
       case 'stderr': {
-        this.turnFor(ev);
+        this.turnOrIdle(ev);
         const text = pickText(d);
         if (ERRORISH.test(text)) this.notice(ev, 'stderr', text, 'error', d);
         return; // warnings and progress chatter: in "Show all events"
       }
       case 'limit_notice':
-        this.turnFor(ev);
+        this.turnOrIdle(ev);
         return this.notice(ev, 'limit', pickText(d) || 'Usage limit reached.', 'warn', d);
       case 'mode_changed':
-        this.turnFor(ev);
+        this.turnOrIdle(ev);
         return this.notice(ev, 'mode', 'Permission mode: ' + (str(d.permission_mode) || 'changed'), 'minor', d);
       case 'approval_requested':
         return this.approvalRequested(ev, d);
       case 'approval_resolved':
         return this.approvalResolved(ev, d);
       default:
-        this.turnFor(ev);
+        this.turnOrIdle(ev);
         return this.notice(ev, 'relay ' + name, pickText(d), /malformed|error|fail/i.test(name) ? 'error' : 'minor', d);
     }
   };
 
   P.runEnded = function (ev, d, status) {
-    const t = this.turnFor(ev);
+    // A run that ends before its first prompt (an ACP session closed at
+    // once) has no turn to end: only a failure is worth a card.
+    const t = this.turnOrIdle(ev);
     const r = obj(d.result);
     const code = num(r.exitCode) !== null ? r.exitCode : num(d.exit_code);
-    if (!t.status || status !== 'completed') t.status = status;
-    if (status === 'completed' && code !== null && code !== 0) t.status = 'failed';
-    if (t.durationMs === null && num(r.duration_ms) !== null) t.durationMs = r.duration_ms;
-    if (t.cost === null && num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
-    if (!t.usage && d.usage && typeof d.usage === 'object') t.usage = d.usage;
-    this.mark(ev, t);
-    this.view.changed(t);
+    if (t) {
+      if (!t.status || status !== 'completed') t.status = status;
+      if (status === 'completed' && code !== null && code !== 0) t.status = 'failed';
+      if (t.durationMs === null && num(r.duration_ms) !== null) t.durationMs = r.duration_ms;
+      if (t.cost === null && num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
+      if (!t.usage && d.usage && typeof d.usage === 'object') t.usage = d.usage;
+      this.mark(ev, t);
+      this.view.changed(t);
+    }
     // Approvals still pending when their run ends are over.
     for (const a of this.approvals.values()) {
       if (a.state === 'pending' && (!a.runID || !str(d.run_id) || a.runID === d.run_id)) {
@@ -547,12 +643,12 @@ window.CRModel = (function () {
         this.view.changed(a);
       }
     }
-    if (status === 'failed' || (code !== null && code !== 0)) {
+    if (status === 'failed' || (t && code !== null && code !== 0)) {
       let text = str(d.reason) || pickText(d) || 'The run failed.';
       if (code !== null) text += ' (exit ' + code + ')';
       if (str(r.stderr) && text.indexOf(r.stderr) < 0) text += '\n' + r.stderr;
       this.notice(ev, 'run failed', text, 'error', d);
-    } else if (status === 'cancelled') {
+    } else if (status === 'cancelled' && t) {
       this.notice(ev, 'run cancelled', str(d.reason) || 'The run was cancelled.', 'warn', d);
     }
   };

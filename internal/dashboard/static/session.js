@@ -478,9 +478,9 @@
       if (call.node && !call.result) V.toolState(call, ctx);
     }
     if (model.turn && model.turn.node) V.update(model.turn, ctx);
-    C.setStatus($('s-status'), session.status);
+    C.setState($('s-status'), session);
     fact('s-started', C.fmtTime(session.started_at || session.created_at));
-    fact('s-duration', C.sessionDuration(session));
+    fact('s-duration', headerDuration(session, info));
     fact('s-events', C.fmtInt(session.event_count));
     fact('s-turns', C.fmtInt(typeof session.turns === 'number' && session.turns ? session.turns : info.results));
     const tok = $('s-tokens');
@@ -488,9 +488,23 @@
     tok.title = C.tokensTitle(session.usage);
     $('s-cost').textContent = C.fmtCost(session.total_cost_usd);
     const conv = M.str(session.external_conversation_id);
-    $('resume').hidden = !conv;
+    // Resume only a conversation the model answered: a run that failed
+    // before reaching it ("Not logged in") left nothing to continue.
+    $('resume').hidden = !conv || !info.answered;
     $('s-conv').textContent = conv;
     $('resume-cmd').textContent = conv ? resumeCommand(conv, M.str(session.project) || info.cwd) : '';
+  }
+
+  // headerDuration is the session's duration as its turns tell it too: an
+  // ended session never reads shorter than the sum of its turns (the CLI's
+  // duration_ms may exceed the span of the events that frame it).
+  function headerDuration(session, info) {
+    const start = Date.parse(session.started_at || session.created_at);
+    const end = Date.parse(session.ended_at || '');
+    if (session.status === 'running' || isNaN(start) || isNaN(end) || info.turnMs <= end - start) {
+      return C.sessionDuration(session);
+    }
+    return C.fmtDuration(info.turnMs);
   }
 
   // resumeCommand is the follow-up run: --session keeps it in this session

@@ -38,3 +38,9 @@ func (s txSource) Events(ctx context.Context, sessionID string) ([]store.Event, 
 	}
 	return out, nil
 }
+
+// backfillTitles is migration 4's: ingest.BackfillTitles in the migration's
+// transaction.
+func backfillTitles(ctx context.Context, tx pgx.Tx) error {
+	return ingest.BackfillTitles(ctx, &writeTx{tx: tx}, txSource{tx})
+}

@@ -177,6 +177,10 @@ DELETE FROM results;
 ALTER TABLE events DROP CONSTRAINT events_pkey;
 ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
 `,
+	// 4: session titles by issue 23's rule (prompts recorded in full, a
+	// title's rank kept in list_keys): no schema change; the backfill
+	// (backfills[4]) derives every session's list fields again.
+	`SELECT 1`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold
@@ -185,6 +189,7 @@ ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
 // order, in the migration transaction.
 var backfills = map[int]func(ctx context.Context, tx pgx.Tx) error{
 	2: backfill,
+	4: backfillTitles,
 }
 
 // migrate brings the schema up to date in one transaction that holds an

@@ -53,3 +53,14 @@ func (s txSource) Events(ctx context.Context, sessionID string) ([]store.Event, 
 	}
 	return out, nil
 }
+
+// backfillTitles is migration 4's: ingest.BackfillTitles through the
+// writer's statements, prepared on the migration's transaction.
+func backfillTitles(ctx context.Context, tx *sql.Tx) (err error) {
+	st := &statements{}
+	defer func() { err = errors.Join(err, st.close()) }()
+	if err := st.prepareWriter(ctx, tx); err != nil {
+		return err
+	}
+	return ingest.BackfillTitles(ctx, &writeTx{tx: tx, st: st, owned: true}, txSource{tx})
+}

@@ -189,6 +189,10 @@ SELECT event_id, session_id, cursor, interaction_id, seq, event_type, event_data
 DROP TABLE events;
 ALTER TABLE events_v3 RENAME TO events;
 `,
+	// 4: session titles by issue 23's rule (prompts recorded in full, a
+	// title's rank kept in list_keys): no schema change; the backfill
+	// (backfills[4]) derives every session's list fields again.
+	`SELECT 1`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold
@@ -197,6 +201,7 @@ ALTER TABLE events_v3 RENAME TO events;
 // order, in the migration transaction.
 var backfills = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	2: backfill,
+	4: backfillTitles,
 }
 
 // migrate brings the schema up to date. The transaction begins IMMEDIATE

@@ -103,7 +103,7 @@ func listCases() []struct {
 				ev(sid, "i1", 1, store.EventRunStarted, 0, runStarted(map[string]any{"run_id": "r", "prompt": "start the migration", "cwd": "/w/m"})),
 				ev(sid, "i1", 2, "result", 1, `{"type":"result","uuid":"u1","session_id":"c1"}`),
 				ev(sid, "i1", 3, wire.TypeTurnCompleted, 2, `{"run_id":"r","turn":1,"status":"completed"}`),
-				ev(sid, "i2", 1, wire.TypeMessageSent, h, mustJSON(wire.MessageSent{RunID: "r", Prompt: "now roll it back"})),
+				ev(sid, "i2", 1, wire.TypeMessageSent, h, mustJSON(wire.MessageSent{RunID: "r", PromptRecord: wire.PromptRecord{Prompt: "now roll it back"}})),
 				ev(sid, "i2", 2, "result", h+1, `{"type":"result","uuid":"u2","session_id":"c1"}`),
 				ev(sid, "i2", 3, wire.TypeTurnCompleted, h+2, `{"run_id":"r","turn":2,"status":"completed"}`),
 			}
@@ -111,8 +111,8 @@ func listCases() []struct {
 		{"idle live run: the follow-up is the first prompt", func(sid string) []store.Event {
 			return []store.Event{
 				ev(sid, "i1", 1, store.EventRunStarted, 0, runStarted(map[string]any{"run_id": "r", "cwd": "/w/idle"})),
-				ev(sid, "i2", 1, wire.TypeMessageSent, h, mustJSON(wire.MessageSent{RunID: "r", Prompt: " wake\nup ", Blocks: 1})),
-				ev(sid, "i3", 1, wire.TypeMessageSent, 2*h, mustJSON(wire.MessageSent{RunID: "r", Prompt: "and go on"})),
+				ev(sid, "i2", 1, wire.TypeMessageSent, h, `{"run_id":"r","prompt":" wake\nup ","blocks":1}`),
+				ev(sid, "i3", 1, wire.TypeMessageSent, 2*h, mustJSON(wire.MessageSent{RunID: "r", PromptRecord: wire.PromptRecord{Prompt: "and go on"}})),
 			}
 		}, store.Session{Title: "wake up", Project: "/w/idle", Source: store.SourceBackground}},
 		{"CLI events only", func(sid string) []store.Event {
@@ -198,7 +198,7 @@ func testSearch(t *testing.T, s store.Store) {
 		ev("Srch-A", "i1", 1, store.EventRunStarted, 0, runStarted(map[string]any{"prompt": "Refactor the  Parser\nmodule", "cwd": "/p1"})),
 		ev("Srch-A", "i1", 2, "assistant", 1, toolUse("conv-a", "Grep", "Bash")),
 		ev("Srch-A", "i2", 1, store.EventRunStarted, time.Hour, runStarted(map[string]any{"prompt": "then add tests for the LEXER"})),
-		ev("Srch-A", "i3", 1, wire.TypeMessageSent, 2*time.Hour, mustJSON(wire.MessageSent{RunID: "r", Prompt: "and polish the Tokenizer"})),
+		ev("Srch-A", "i3", 1, wire.TypeMessageSent, 2*time.Hour, mustJSON(wire.MessageSent{RunID: "r", PromptRecord: wire.PromptRecord{Prompt: "and polish the Tokenizer"}})),
 	)
 	mustAppend(t, s,
 		ev("srch-b", "i1", 1, "hook.UserPromptSubmit", 0, `{"session_id":"conv-b","prompt":"deploy to staging"}`),

@@ -76,3 +76,35 @@ func backfillSession(ctx context.Context, tx Tx, src Source, id string) error {
 	}
 	return tx.UpdateSession(ctx, st)
 }
+
+// BackfillTitles derives again, for every stored session, its list fields
+// (store.Listing: title, project, source and model, with the keys they came
+// from) by this release's rules. Migration 4 runs it: issue 23 records
+// prompts in full and ranks titles (a prompt as given outranks the summary
+// an older helper recorded for a prompt with content blocks; an idle start
+// has none), and rows stored before have no rank. Nothing else a session
+// derives changed, so nothing else is written.
+func BackfillTitles(ctx context.Context, tx Tx, src Source) error {
+	ids, err := src.SessionIDs(ctx)
+	if err != nil {
+		return fmt.Errorf("backfill titles: list sessions: %w", err)
+	}
+	for _, id := range ids {
+		events, err := src.Events(ctx, id)
+		if err != nil {
+			return fmt.Errorf("backfill titles: session %q: %w", id, err)
+		}
+		l := store.DeriveAll(events).Listing
+		states, err := tx.LockSessions(ctx, []string{id}, time.Now())
+		if err != nil {
+			return fmt.Errorf("backfill titles: session %q: %w", id, err)
+		}
+		st := states[id]
+		st.Listing = l
+		st.Listing.Fill(&st.Session)
+		if err := tx.UpdateSession(ctx, st); err != nil {
+			return fmt.Errorf("backfill titles: session %q: %w", id, err)
+		}
+	}
+	return nil
+}

@@ -43,7 +43,8 @@ func (q *query) whereClause() string {
 }
 
 // ListQuery is Sessions' statement: newest UpdatedAt first, then greatest
-// ID; filters as store.ListOptions says.
+// ID; filters as store.ListOptions says. Staleness is judged in the query,
+// against opts.StaleBefore: it changes with the clock, so no column holds it.
 //
 // A search reads session_search (one bounded text per session), never
 // events, and reads it first, whole, in one sequential scan: walking the
@@ -58,7 +59,13 @@ func ListQuery(d Dialect, opts store.ListOptions) (string, []any) {
 			d.Contains("text", q.arg(n)) + ") "
 		q.and("id IN (SELECT session_id FROM found)")
 	}
-	if opts.Status != "" {
+	switch opts.Status {
+	case "":
+	case store.StatusStale: // running, no event since the cutoff (computed now: no column)
+		q.and("status = " + q.arg(store.StatusRunning) + " AND updated_at < " + q.arg(Nanos(opts.StaleBefore())))
+	case store.StatusRunning:
+		q.and("status = " + q.arg(store.StatusRunning) + " AND updated_at >= " + q.arg(Nanos(opts.StaleBefore())))
+	default:
 		q.and("status = " + q.arg(opts.Status))
 	}
 	if opts.Project != "" {

@@ -1,0 +1,30 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/claude-relay/claude-relay/internal/store/postgres"
+	"github.com/claude-relay/claude-relay/internal/store/storetest"
+)
+
+// TestTitleBackfill opens a database that a release before migration 4
+// filled (titles by the old rule, summaries of prompts with content
+// blocks): the migration derives every session's title again.
+func TestTitleBackfill(t *testing.T) {
+	ctx := context.Background()
+	url := pg.Database(t)
+	events := storetest.TitleFixture()
+	ph := func(n int) string { return "$" + strconv.Itoa(n) }
+	old := append(storetest.V1Inserts(events, ph), storetest.TitleUpdates(events, ph)...)
+	if err := postgres.CreateOld(ctx, url, 3, old); err != nil {
+		t.Fatalf("create a v3 database: %v", err)
+	}
+	s := open(t, url)
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4]", v, err)
+	}
+	storetest.CheckTitleBackfill(t, s, events)
+}

@@ -83,9 +83,6 @@ func newClient(f *Forwarder) *client {
 	rc.RetryWaitMin, rc.RetryWaitMax = f.opts.MinBackoff, f.opts.MaxBackoff
 	rc.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		t, _ := ctx.Value(tryKey{}).(*try)
-		if t != nil && t.probe && ctx.Err() == nil {
-			return false, nil // a canary gets one attempt
-		}
 		retry, cerr := checkRetry(ctx, resp, err)
 		if retry && t != nil && f.giveUp(t, resp) {
 			return false, nil // the caller takes it from here
@@ -144,26 +141,23 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 //     starts the count again;
 //   - between its previous failed attempt and the last one, the backend
 //     stored another event: a request of another session of this process
-//     was answered "stored" in that window, or else the session's next
-//     event, posted once as a canary after a refusal, was (it is not
-//     acknowledged then: it goes again in its turn, and the backend
-//     de-duplicates it). The backend stored something, and then refused
-//     this event again.
+//     was answered "stored" in that window. The backend stored something,
+//     and then refused this event again. (The session's own next event is
+//     never posted as a check: the backend could store it before the one
+//     refused, and a session's events are stored in order or not at all.)
 //
 // A backend that is down for everyone (connection refused, 503, a proxy's
 // 502, 500 for every event while its database is away) stores nothing, so
 // the second condition never holds: every event stays queued and is
 // retried for ever, and an outage dead-letters nothing. A poison event
-// with nothing behind it and no other session delivering blocks nothing;
-// it waits, retried, until an event comes after it.
+// while no other session of this process delivers waits, retried, until
+// one does.
 
 // try is one request's delivery state across its attempts, carried in its
 // context, so that CheckRetry can count refusals.
 type try struct {
-	s      *sessionSpool
-	batch  bool        // a batch: its events go alone after isolateAfter refusals
-	probe  bool        // a canary: one attempt, never retried
-	canary func() bool // posts the next event once; true when the backend stored it
+	s     *sessionSpool
+	batch bool // a batch: its events go alone after isolateAfter refusals
 
 	refused  int           // refusals in a row: 5xx other than 503
 	last     time.Duration // when the latest failed attempt failed (since the epoch)
@@ -208,9 +202,6 @@ func (f *Forwarder) giveUp(t *try, resp *http.Response) bool {
 	if t.evidence {
 		t.poison = true
 		return true
-	}
-	if t.canary != nil {
-		t.canary() // if it is stored, the next attempt has its evidence
 	}
 	return false
 }
@@ -340,13 +331,7 @@ func (f *Forwarder) send(s *sessionSpool, recs []record) bool {
 			}
 		}
 		r, rest := recs[0], recs[1:]
-		next := func() (record, bool) {
-			if len(rest) > 0 {
-				return rest[0], true
-			}
-			return f.peek(s, r.end)
-		}
-		if !f.sendOne(s, r, next) {
+		if !f.sendOne(s, r) {
 			return false
 		}
 		recs = rest
@@ -366,10 +351,9 @@ func batchable(recs []record, span int) int {
 	return max(n, 1)
 }
 
-// sendOne posts a single event until it is stored or dead-lettered; next
-// returns the event after it, for a canary.
-func (f *Forwarder) sendOne(s *sessionSpool, r record, next func() (record, bool)) bool {
-	v, resp, ok := f.deliverEvent(s, r, r.payload, next)
+// sendOne posts a single event until it is stored or dead-lettered.
+func (f *Forwarder) sendOne(s *sessionSpool, r record) bool {
+	v, resp, ok := f.deliverEvent(s, r, r.payload)
 	switch {
 	case !ok:
 		return false
@@ -393,12 +377,9 @@ func (f *Forwarder) sendOne(s *sessionSpool, r record, next func() (record, bool
 // (verdictRetry). A refused token and an answer that is not a claude-relay
 // backend's are reported and waited out: the event stays. ok is false when
 // the forwarder stopped first.
-func (f *Forwarder) deliverEvent(s *sessionSpool, r record, body []byte, next func() (record, bool)) (v verdict, resp response, ok bool) {
+func (f *Forwarder) deliverEvent(s *sessionSpool, r record, body []byte) (v verdict, resp response, ok bool) {
 	u := f.eventURL(s)
 	t := &try{s: s}
-	if next != nil {
-		t.canary = func() bool { return f.canary(s, next) }
-	}
 	t.last = f.since() // evidence counts from here
 	for waits := 1; ; {
 		resp, err := f.post(t, u, body, r.eventID)
@@ -439,34 +420,6 @@ func (f *Forwarder) deliverEvent(s *sessionSpool, r record, body []byte, next fu
 
 func (f *Forwarder) eventURL(s *sessionSpool) string {
 	return f.opts.BackendURL + "/api/sessions/" + url.PathEscape(s.id) + "/events"
-}
-
-// canary posts the event after one under suspicion, once, and reports
-// whether the backend stored it.
-func (f *Forwarder) canary(s *sessionSpool, next func() (record, bool)) bool {
-	c, ok := next()
-	if !ok {
-		return false // nothing waits behind the suspect, so it blocks nothing
-	}
-	resp, err := f.post(&try{s: s, probe: true}, f.eventURL(s), c.payload, c.eventID)
-	if err != nil || judge(resp, c.eventID) != verdictStored {
-		return false
-	}
-	f.noteStored()
-	f.log.Debug("the backend stored the next event of a session while refusing the one before it", "session_id", s.id, "event_id", c.eventID)
-	return true
-}
-
-// peek reads the record at p in s's spool, leaving the delivery reader
-// where it is.
-func (f *Forwarder) peek(s *sessionSpool, p pos) (record, bool) {
-	rd := &spoolReader{s: s, at: p, skipped: p}
-	defer rd.close()
-	recs, err := rd.read(1, maxBatchBytes)
-	if err != nil || len(recs) == 0 {
-		return record{}, false
-	}
-	return recs[0], true
 }
 
 // notBackend reports an answer that is not a claude-relay backend's, once

@@ -27,9 +27,8 @@
 // event_id, which makes at-least-once delivery exactly-once. One exception
 // to "for ever": a poison event, refused with a 5xx other than 503
 // Options.PoisonAfter times in a row (20) while the backend is seen
-// storing other events in between (another session's, or the session's
-// next event posted once as a canary), is dead-lettered so that its
-// session goes on. A backend down for everyone stores nothing, so an
+// storing another session's events in between, is dead-lettered so that
+// its session goes on. A backend down for everyone stores nothing, so an
 // outage dead-letters nothing (deliver.go).
 //
 // Each session spool records the backend its events were spooled for

@@ -139,7 +139,7 @@ func (f *Forwarder) oversize(s *sessionSpool, r record, reason []byte) bool {
 			return false
 		}
 	}
-	v, resp, ok := f.deliverEvent(s, r, body, nil)
+	v, resp, ok := f.deliverEvent(s, r, body)
 	if !ok {
 		return false
 	}

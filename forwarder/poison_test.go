@@ -167,7 +167,7 @@ func TestPoisonEventDeadLetteredWhileOthersAreStored(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// The poison is the last event of its session: no canary,
+			// The poison is the last event of its session,
 			// only the other session's deliveries tell a poison from an
 			// outage.
 			if _, err := f.Enqueue(poisonEvent("a")); err != nil {
@@ -210,12 +210,12 @@ func TestPoisonEventDeadLetteredWhileOthersAreStored(t *testing.T) {
 	}
 }
 
-// TestPoisonEventFoundByCanary: alone on the backend, a session whose
-// event is refused for good has its next event posted once as a canary;
-// the backend storing it shows the refusals are about the event, which is
-// dead-lettered, and the rest of the session arrives in order. A poison
-// with nothing behind it blocks nothing and is not dead-lettered.
-func TestPoisonEventFoundByCanary(t *testing.T) {
+// TestPoisonEventWaitsForEvidence: alone on the backend, a session whose
+// event is refused for good keeps it, retried, and stores nothing after it
+// (a session's events are stored in order or not at all), however many
+// refusals; once the backend is seen storing another session's event, the
+// poison is dead-lettered and the rest of its session arrives in order.
+func TestPoisonEventWaitsForEvidence(t *testing.T) {
 	for _, batch := range []string{"auto", "never"} {
 		t.Run("batch="+batch, func(t *testing.T) {
 			g := newGuarded(t)
@@ -226,20 +226,26 @@ func TestPoisonEventFoundByCanary(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.Start()
-			for _, ev := range []Event{event("a", "i", 0), poisonEvent("a")} {
+			evs := []Event{event("a", "i", 0), poisonEvent("a")}
+			for i := 2; i < 5; i++ {
+				evs = append(evs, event("a", "i", i))
+			}
+			for _, ev := range evs {
 				if _, err := f.Enqueue(ev); err != nil {
 					t.Fatal(err)
 				}
 			}
-			// Far past the bound with nothing behind it: no verdict.
-			waitFor(t, 20*time.Second, func() bool { return g.refused.Load() >= 20 })
+			// Far past the bound with no other session stored: no verdict,
+			// and nothing after the poison stored.
+			waitFor(t, 20*time.Second, func() bool { return g.refused.Load() >= 15 }) // 3 times the bound
 			if st := f.Stats(); st.DeadLettered != 0 {
-				t.Fatalf("a poison with nothing behind it was dead-lettered: %+v", st)
+				t.Fatalf("a poison with no evidence was dead-lettered: %+v", st)
 			}
-			for i := 2; i < 5; i++ {
-				if _, err := f.Enqueue(event("a", "i", i)); err != nil {
-					t.Fatal(err)
-				}
+			if got := g.seqs(t, "a"); !equalSeqs(got, []int64{1}) {
+				t.Fatalf("while the poison waits, session a stored seqs %v, want [1]", got)
+			}
+			if _, err := f.Enqueue(event("b", "i", 0)); err != nil {
+				t.Fatal(err)
 			}
 			waitFor(t, 20*time.Second, func() bool { return f.Stats().DeadLettered == 1 })
 			if err := f.Stop(ctxTimeout(t, 20*time.Second)); err != nil {
@@ -284,7 +290,7 @@ func TestOutageDeadLettersNothing(t *testing.T) {
 					}
 				}
 			}
-			// Ten times the bound of refusals, per session and canary.
+			// Ten times the bound of refusals, per session.
 			waitFor(t, 30*time.Second, func() bool { return g.hits.Load()-hits >= 100 })
 			if st := f.Stats(); st.DeadLettered != 0 || st.Delivered != 3 {
 				t.Fatalf("during the outage: %+v; want nothing dead-lettered", st)

@@ -95,11 +95,6 @@ func newClient(f *Forwarder) *client {
 	rc.Backoff = f.opts.Backoff
 	rc.Logger = leveled{f.log}
 	rc.RequestLogHook = func(_ retryablehttp.Logger, req *http.Request, attempt int) {
-		if t, ok := req.Context().Value(tryKey{}).(*try); ok {
-			// Did the backend store anything since this request last
-			// failed? Then a refusal now is about this request.
-			t.evidence = f.storedAt.Load() > int64(t.last)
-		}
 		// Read the token on every attempt: a reloaded token applies at once.
 		if tok := f.opts.Token(); tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
@@ -161,7 +156,7 @@ type try struct {
 
 	refused  int           // refusals in a row: 5xx other than 503
 	last     time.Duration // when the latest failed attempt failed (since the epoch)
-	evidence bool          // the backend stored something between that failure and the current attempt
+	evidence bool          // the backend stored something between the previous failure and the latest
 	poison   bool          // CheckRetry gave the event up as poison
 }
 
@@ -193,6 +188,10 @@ func (f *Forwarder) giveUp(t *try, resp *http.Response) bool {
 		return false
 	}
 	t.refused++
+	// Did the backend store anything since this request last failed
+	// (while this attempt was in flight too)? Then this refusal is about
+	// this request.
+	t.evidence = f.storedAt.Load() > int64(t.last)
 	if t.batch {
 		return t.refused >= isolateAfter
 	}

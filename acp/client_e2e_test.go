@@ -887,7 +887,7 @@ func runScenario(t *testing.T, agent agentUnderTest, sc scenario) *scenarioRun {
 func checkExit(c *checker, tr *transcript) {
 	c.t.Helper()
 	for _, ev := range tr.all("exit") {
-		c.check("exit_on_stdin_close", ev.StdinCloseExit != nil && *ev.StdinCloseExit, "agent process %d did not exit within 3 s of its stdin closing", ev.Agent)
+		c.check("exit_on_stdin_close", ev.StdinCloseExit != nil && *ev.StdinCloseExit, "agent process %d did not exit within 10 s of its stdin closing", ev.Agent)
 		c.check("no_leftovers", len(ev.Leftovers) == 0, "agent process %d left processes running 10 s after it exited: %s", ev.Agent, ev.Leftovers)
 	}
 }

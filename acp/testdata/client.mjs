@@ -433,7 +433,11 @@ class Agent {
     }
     this.proc.stdin.end();
     let stdinCloseExit = true;
-    const exited = await Promise.race([this.exit.then(() => true), sleep(3000).then(() => false)]);
+    // CONTRACT §4's bound for a stop (10 s): stopping live runs and
+    // draining the spool may take a few seconds on a loaded machine.
+    const t0 = Date.now();
+    const exited = await Promise.race([this.exit.then(() => true), sleep(10000).then(() => false)]);
+    emit("stdin_close", { agent: this.index, ms: Date.now() - t0 });
     if (!exited) {
       stdinCloseExit = false;
       this.proc.kill("SIGTERM");

@@ -97,14 +97,15 @@ type Request struct {
 	HasSettingSources bool
 }
 
-// Status is how a run ended.
-type Status string
+// Status is how a run or a live run's turn ended (wire's vocabulary).
+type Status = wire.Status
 
-// Run outcomes.
+// Run and turn outcomes.
 const (
-	StatusCompleted Status = "completed"
-	StatusFailed    Status = "failed"
-	StatusCancelled Status = "cancelled"
+	StatusCompleted   = wire.StatusCompleted
+	StatusFailed      = wire.StatusFailed
+	StatusCancelled   = wire.StatusCancelled
+	StatusInterrupted = wire.StatusInterrupted // a live run's turn only
 )
 
 // CommandResult is seed 002's result shape, as sent to extensions and backends.

@@ -41,7 +41,7 @@ type Command struct {
 	ApprovalID    string        `json:"approval_id,omitempty"`
 	// approve: Decision is one of the approval's options; the rest as
 	// relay.Reply says.
-	Decision     string          `json:"decision,omitempty"`
+	Decision     wire.Decision   `json:"decision,omitempty"`
 	Reason       string          `json:"reason,omitempty"`
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 	Answers      json.RawMessage `json:"answers,omitempty"`
@@ -147,8 +147,8 @@ type Event struct {
 	// Kind is tool, plan or question; Options what decision may be;
 	// Suggestions the CLI's permission_suggestions; Questions
 	// AskUserQuestion's questions.
-	Kind        string          `json:"kind,omitempty"`
-	Options     []string        `json:"options,omitempty"`
+	Kind        wire.Kind       `json:"kind,omitempty"`
+	Options     []wire.Decision `json:"options,omitempty"`
 	Suggestions json.RawMessage `json:"suggestions,omitempty"`
 	Questions   json.RawMessage `json:"questions,omitempty"`
 

@@ -29,7 +29,7 @@ func TestApprovalDecidedInTheDashboard(t *testing.T) {
 	core := <-cores
 	h.prompt("d", "approve Bash", PromptOptions{Approvals: true})
 	req := h.waitEvent(EventApprovalRequested, "d")
-	if err := core.Answer("", req.ApprovalID, relay.Reply{Decision: relay.DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "dec-1",
+	if err := core.Answer("", req.ApprovalID, relay.Reply{Decision: wire.DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "dec-1",
 		InputSHA256: wire.InputDigest(req.Input)}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Executor runs one background run (executor.Executor).
@@ -281,13 +282,13 @@ func (s *Server) approve(cmd Command) {
 		s.emitError(cmd.RequestID, CodeMissingField, "missing field: decision (one of the approval's options, e.g. allow or deny)")
 		return
 	}
-	if !slices.Contains(relay.Decisions, cmd.Decision) {
+	if !slices.Contains(wire.Decisions, cmd.Decision) {
 		s.emitError(cmd.RequestID, CodeBadValue, fmt.Sprintf("decision %q (allowed: %s; each approval_requested lists its options)",
-			cmd.Decision, strings.Join(relay.Decisions, ", ")))
+			cmd.Decision, wire.JoinDecisions(wire.Decisions)))
 		return
 	}
 	err := s.core.Answer(cmd.RunID, cmd.ApprovalID, relay.Reply{Decision: cmd.Decision, Reason: cmd.Reason,
-		UpdatedInput: cmd.UpdatedInput, Answers: cmd.Answers, Interrupt: cmd.Interrupt, By: "extension"})
+		UpdatedInput: cmd.UpdatedInput, Answers: cmd.Answers, Interrupt: cmd.Interrupt, By: wire.ByExtension})
 	switch {
 	case errors.Is(err, relay.ErrBadReply):
 		s.emitError(cmd.RequestID, CodeBadValue, err.Error())

@@ -18,6 +18,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 func isRun(name, runID string) func(Event) bool {
@@ -349,7 +350,7 @@ func TestApprovalsRoundTrip(t *testing.T) {
 	// A wrong run_id does not find the approval.
 	h.cmd(Command{Action: ActionApprove, RequestID: "wrong-run", RunID: "a2", ApprovalID: req1.ApprovalID, Decision: "allow"})
 	h.waitError(CodeUnknownApprove, "wrong-run")
-	if req1.Kind != "tool" || !slices.Equal(req1.Options, []string{"allow", "allow_always", "deny"}) {
+	if req1.Kind != "tool" || !slices.Equal(req1.Options, wire.OptionsFor(wire.ApprovalTool)) {
 		t.Errorf("kind %q options %v", req1.Kind, req1.Options)
 	}
 	// Answers that do not fit are errors, and the approval stays pending.
@@ -1003,7 +1004,7 @@ func randomCommand(rng randSource, actions []string, id string) Command {
 	if rng.IntN(3) == 0 {
 		c.ApprovalID = "ap-" + id
 	}
-	c.Decision = []string{"", "allow", "deny", "maybe"}[rng.IntN(4)]
+	c.Decision = []wire.Decision{"", wire.DecisionAllow, wire.DecisionDeny, "maybe"}[rng.IntN(4)]
 	c.Options.PermissionMode = []string{"", "", "plan", "yolo"}[rng.IntN(4)]
 	return c
 }

@@ -191,16 +191,16 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 // status from the end event's type alone (wire.EndType), so a CLI that exits
 // non-zero must be a failed run, not a completed one with a non-zero
 // exit_code; a CLI we stopped (Run's ctx ended) was cancelled.
-func outcome(code int, stopped bool, runErr error) (status, reason string) {
+func outcome(code int, stopped bool, runErr error) (status wire.Status, reason string) {
 	switch {
 	case runErr != nil:
-		return "failed", runErr.Error()
+		return wire.StatusFailed, runErr.Error()
 	case stopped:
-		return "cancelled", fmt.Sprintf("stopped by claude-relay; the Claude CLI exited with status %d", code)
+		return wire.StatusCancelled, fmt.Sprintf("stopped by claude-relay; the Claude CLI exited with status %d", code)
 	case code != 0:
-		return "failed", fmt.Sprintf("the Claude CLI exited with status %d", code)
+		return wire.StatusFailed, fmt.Sprintf("the Claude CLI exited with status %d", code)
 	}
-	return "completed", ""
+	return wire.StatusCompleted, ""
 }
 
 // command builds the interactive CLI's program and arguments: the program

@@ -236,7 +236,7 @@ func decidedMessage(a store.Approval) string {
 	if a.State == store.ApprovalPending && a.Remote != nil {
 		by, decision = a.Remote.By, a.Remote.Decision
 	}
-	switch by {
+	switch relaywire.By(by) {
 	case relaywire.ByTimeout:
 		return "already timed out (" + orDash(decision) + ")"
 	case relaywire.ByCancelled:
@@ -279,18 +279,18 @@ func decisionID(p *principal, approvalID string, body []byte) string {
 
 // optionsFor is what a decision may be, by approval kind, when its
 // request named no options.
-func optionsFor(kind string) []string { return relaywire.OptionsFor(kind) }
+func optionsFor(kind string) []relaywire.Decision { return relaywire.OptionsFor(relaywire.Kind(kind)) }
 
 // checkDecision holds a decision to the rules the helper applies to any
 // reply (relaywire.CheckReply), and to the API's own limit on its reason.
 // Checking here turns a reply the helper would refuse into a 400 now,
 // instead of a decision stored that can never apply.
 func checkDecision(a store.Approval, b decisionBody) error {
-	options := a.Options
+	options := relaywire.AsDecisions(a.Options)
 	if len(options) == 0 {
 		options = optionsFor(a.Kind)
 	}
-	if _, err := relaywire.CheckReply(a.Kind, options, b.Decision, b.UpdatedInput, b.Answers); err != nil {
+	if _, err := relaywire.CheckReply(relaywire.Kind(a.Kind), options, relaywire.Decision(b.Decision), b.UpdatedInput, b.Answers); err != nil {
 		return err
 	}
 	if len(b.Reason) > maxReason {

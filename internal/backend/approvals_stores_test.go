@@ -54,7 +54,7 @@ func TestDecisionsAcrossServersSQLite(t *testing.T) {
 			pushA, pushB := newFakePusher(), newFakePusher()
 			a := &approvalEnv{env: newEnvWith(t, stA, replicaOptions(pushA, tc.recheck))}
 			b := &approvalEnv{env: newEnvWith(t, stB, replicaOptions(pushB, tc.recheck))}
-			a.request("a1", relaywire.ApprovalTool, "Bash", "ls")
+			a.request("a1", string(relaywire.ApprovalTool), "Bash", "ls")
 
 			got := a.startPoll("a1")
 			if code, out := b.decide("a1", map[string]any{"decision": "allow"}, bearer(phoneToken)); code != 200 {
@@ -121,7 +121,7 @@ func TestDecisionsAcrossReplicasPostgres(t *testing.T) {
 	pushA, pushB := newFakePusher(), newFakePusher()
 	a := &approvalEnv{env: newEnvWith(t, open(), replicaOptions(pushA, time.Hour))}
 	b := &approvalEnv{env: newEnvWith(t, open(), replicaOptions(pushB, time.Hour))}
-	b.request("a1", relaywire.ApprovalTool, "Bash", "make deploy")
+	b.request("a1", string(relaywire.ApprovalTool), "Bash", "make deploy")
 
 	got := b.startPoll("a1")
 	if code, out := a.decide("a1", map[string]any{"decision": "deny", "reason": "not today"}, bearer(phoneToken)); code != 200 {

@@ -153,12 +153,13 @@ func (a *approvalEnv) request(id, kind, tool, title string, options ...string) {
 
 func (a *approvalEnv) requestIn(session, run, id, kind, tool, title string, options ...string) {
 	a.t.Helper()
+	typed := relaywire.AsDecisions(options)
 	if options == nil {
-		options = optionsFor(kind)
+		typed = optionsFor(kind)
 	}
 	a.post(session, envelope(session, 1, relaywire.TypeApprovalRequested, relaywire.ApprovalRequested{
-		RunID: run, ApprovalID: id, Kind: kind, ToolName: tool, Title: title,
-		Input: json.RawMessage(`{"command":` + mustJSON(title) + `}`), Options: options,
+		RunID: run, ApprovalID: id, Kind: relaywire.Kind(kind), ToolName: tool, Title: title,
+		Input: json.RawMessage(`{"command":` + mustJSON(title) + `}`), Options: typed,
 	}).with("source", "relay"))
 }
 

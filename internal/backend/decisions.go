@@ -184,7 +184,7 @@ func (ws *decisionWait) describe(ctx context.Context, ds []store.Decision) []rel
 				ws.s.log.Debug("backend: decisions poll: cannot read a decided approval", "approval", d.ApprovalID, "err", err)
 			}
 		}
-		out = append(out, relaywire.RemoteDecision{ApprovalID: d.ApprovalID, DecisionID: d.DecisionID, Decision: d.Decision,
+		out = append(out, relaywire.RemoteDecision{ApprovalID: d.ApprovalID, DecisionID: d.DecisionID, Decision: relaywire.Decision(d.Decision),
 			Reason: d.Reason, UpdatedInput: d.UpdatedInput, Answers: d.Answers, By: d.By, DecidedAt: d.DecidedAt,
 			RunID: a.RunID, SessionID: a.SessionID, InputSHA256: relaywire.InputDigest(a.Input)})
 	}

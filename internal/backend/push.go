@@ -110,7 +110,7 @@ func (s *Server) pushOne(ctx context.Context, id string) {
 func (s *Server) pushFor(a store.Approval, project string) pushMessage {
 	var m pushMessage
 	var what string
-	switch a.Kind {
+	switch relaywire.Kind(a.Kind) {
 	case relaywire.ApprovalQuestion:
 		m.Title = "Claude asks a question"
 	case relaywire.ApprovalPlan:

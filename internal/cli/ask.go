@@ -161,9 +161,9 @@ func (t *ttyAsker) tool(ev extension.Event) relay.Reply {
 	for {
 		switch t.ask(fmt.Sprintf("Allow %s? [y]es / [a]lways / [e]dit / [n]o ", ev.ToolName)) {
 		case "y", "yes":
-			return relay.Reply{Decision: relay.DecisionAllow}
+			return relay.Reply{Decision: wire.DecisionAllow}
 		case "a", "always":
-			return relay.Reply{Decision: relay.DecisionAllowAlways}
+			return relay.Reply{Decision: wire.DecisionAllowAlways}
 		case "e", "edit":
 			input, err := editInput(t.f, ev.Input)
 			if err != nil {
@@ -171,9 +171,9 @@ func (t *ttyAsker) tool(ev extension.Event) relay.Reply {
 				continue
 			}
 			fmt.Fprint(t.f, indent("  will run: ", "  ", tooltitle.Full(ev.ToolName, input))+"\n")
-			return relay.Reply{Decision: relay.DecisionAllow, UpdatedInput: input}
+			return relay.Reply{Decision: wire.DecisionAllow, UpdatedInput: input}
 		case "n", "no", "":
-			return relay.Reply{Decision: relay.DecisionDeny, Reason: "denied at the claude-relay run prompt"}
+			return relay.Reply{Decision: wire.DecisionDeny, Reason: "denied at the claude-relay run prompt"}
 		default:
 			fmt.Fprintln(t.f, "  answer y, a, e or n")
 		}
@@ -185,12 +185,12 @@ func (t *ttyAsker) plan(ev extension.Event) relay.Reply {
 	for {
 		switch t.ask("Approve the plan? [a]ccept edits / [d]efault: ask before each edit / [k]eep planning ") {
 		case "a", "accept", "accept edits":
-			return relay.Reply{Decision: relay.DecisionAcceptEdits}
+			return relay.Reply{Decision: wire.DecisionAcceptEdits}
 		case "d", "default":
-			return relay.Reply{Decision: relay.DecisionDefault}
+			return relay.Reply{Decision: wire.DecisionDefault}
 		case "k", "keep", "keep planning", "":
 			why, _ := t.line("What should change? ")
-			return relay.Reply{Decision: relay.DecisionKeepPlanning, Reason: orDefault(why, "keep planning")}
+			return relay.Reply{Decision: wire.DecisionKeepPlanning, Reason: orDefault(why, "keep planning")}
 		default:
 			fmt.Fprintln(t.f, "  answer a, d or k")
 		}
@@ -203,7 +203,7 @@ func (t *ttyAsker) plan(ev extension.Event) relay.Reply {
 func (t *ttyAsker) questions(ev extension.Event) relay.Reply {
 	qs := wire.Questions(ev.Questions)
 	if len(qs) == 0 {
-		return relay.Reply{Decision: relay.DecisionDeny, Reason: "the question could not be shown"}
+		return relay.Reply{Decision: wire.DecisionDeny, Reason: "the question could not be shown"}
 	}
 	answers := map[string]string{}
 	for _, q := range qs {
@@ -221,15 +221,15 @@ func (t *ttyAsker) questions(ev extension.Event) relay.Reply {
 		}
 		s, err := t.line(prompt)
 		if err != nil || s == "" {
-			return relay.Reply{Decision: relay.DecisionDeny, Reason: "the user skipped the question"}
+			return relay.Reply{Decision: wire.DecisionDeny, Reason: "the user skipped the question"}
 		}
 		answers[q.Question] = chosen(q, s)
 	}
 	b, err := json.Marshal(answers)
 	if err != nil {
-		return relay.Reply{Decision: relay.DecisionDeny, Reason: err.Error()}
+		return relay.Reply{Decision: wire.DecisionDeny, Reason: err.Error()}
 	}
-	return relay.Reply{Decision: relay.DecisionAllow, Answers: b}
+	return relay.Reply{Decision: wire.DecisionAllow, Answers: b}
 }
 
 // chosen turns "2" or "1, 3" into the options' labels; anything else is the

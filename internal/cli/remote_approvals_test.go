@@ -192,7 +192,7 @@ func decidedThroughTheBackend(t *testing.T, serve bool) {
 	}
 
 	a := waitApproval(t, be, req.ApprovalID, "resolved", resolved)
-	if a.By != wire.ByDashboard || a.Decision != "allow" || a.Remote == nil || a.Remote.Decision != "allow" {
+	if a.By != string(wire.ByDashboard) || a.Decision != "allow" || a.Remote == nil || a.Remote.Decision != "allow" {
 		t.Errorf("the backend's approval %+v (remote %+v), want resolved by dashboard: allow", a, a.Remote)
 	}
 	be.waitForEnd(t, "sess-remote")
@@ -242,10 +242,10 @@ func TestRemoteApprovalFirstAnswerWins(t *testing.T) {
 	if len(res) != 1 {
 		t.Fatalf("relay.approval_resolved %+v, want exactly one outcome", res)
 	}
-	if a.By != res[0].By || a.Decision != res[0].Decision {
+	if a.By != string(res[0].By) || a.Decision != string(res[0].Decision) {
 		t.Errorf("the backend's approval says %s/%s, the helper's event %s/%s", a.By, a.Decision, res[0].By, res[0].Decision)
 	}
-	switch a.By {
+	switch wire.By(a.By) {
 	case wire.ByDashboard:
 		if len(extErrs) != 1 || !strings.Contains(extErrs[0].Message, "already decided by dashboard") || cancelled != 1 || !ran ||
 			a.Decision != "allow" || code != http.StatusOK {
@@ -313,7 +313,7 @@ func TestRemoteApprovalAcrossReplicas(t *testing.T) {
 		t.Errorf("the run ended with %s %+v; the tool ran: %v", end.Event, end.Result, fileHas(cwd, "replica.txt", "across-replicas"))
 	}
 	for name, be := range map[string]backendAPI{"A": a, "B": b} {
-		if got := waitApproval(t, be, req.ApprovalID, "resolved", resolved); got.By != wire.ByDashboard || got.Decision != "allow" {
+		if got := waitApproval(t, be, req.ApprovalID, "resolved", resolved); got.By != string(wire.ByDashboard) || got.Decision != "allow" {
 			t.Errorf("replica %s: approval %+v, want resolved by dashboard: allow", name, got)
 		}
 	}

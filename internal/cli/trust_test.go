@@ -106,7 +106,7 @@ func TestAgentCannotRewriteWhatTheApproverSees(t *testing.T) {
 		t.Errorf("the command shown and allowed did not run: marker %q %v", b, err)
 	}
 	got := waitApproval(t, phone, req.ApprovalID, "resolved", resolved)
-	if got.By != wire.ByDashboard || !strings.Contains(got.Title, real) {
+	if got.By != string(wire.ByDashboard) || !strings.Contains(got.Title, real) {
 		t.Errorf("the record: %+v", got)
 	}
 	p.shutdownOK()

@@ -381,13 +381,13 @@ func (v *view) approve(ev extension.Event) {
 	}
 	if v.ask == nil {
 		const why = "nobody can answer here: claude-relay run has no terminal to ask on"
-		what := map[string]string{wire.ApprovalPlan: "the plan", wire.ApprovalQuestion: "the model's question"}[ev.Kind]
+		what := map[wire.Kind]string{wire.ApprovalPlan: "the plan", wire.ApprovalQuestion: "the model's question"}[ev.Kind]
 		v.line(fmt.Sprintf("%s was not approved: this run has no terminal to ask on (run it in a terminal, or answer through `claude-relay extension`)",
 			firstNonBlank(what, ev.ToolName)))
 		if ev.Kind == wire.ApprovalPlan {
-			answer(relay.Reply{Decision: relay.DecisionKeepPlanning, Reason: why})
+			answer(relay.Reply{Decision: wire.DecisionKeepPlanning, Reason: why})
 		} else {
-			answer(relay.Reply{Decision: relay.DecisionDeny, Reason: why})
+			answer(relay.Reply{Decision: wire.DecisionDeny, Reason: why})
 		}
 		return
 	}
@@ -422,11 +422,11 @@ func goneLine(d *relay.Decided, reason string) string {
 	switch d.By {
 	case wire.ByDashboard:
 		// Who there is in the backend's record; here, where matters.
-		return "decided in the dashboard: " + d.Decision
+		return "decided in the dashboard: " + string(d.Decision)
 	case wire.ByTimeout, wire.ByCancelled:
 		return firstNonBlank(reason, d.String())
 	}
-	return "decided by " + d.Who() + ": " + d.Decision
+	return "decided by " + d.Who() + ": " + string(d.Decision)
 }
 
 // diffLines is how much of a file change the approval question shows.

@@ -209,27 +209,27 @@ func TestApprovalsThroughTheCore(t *testing.T) {
 		if e.Approval.Title != "$ rm -rf x — tidy" {
 			t.Errorf("title %q", e.Approval.Title)
 		}
-		if err := c.Answer("other-run", e.Approval.ID, Reply{Decision: DecisionAllow, By: "test"}); !errors.Is(err, ErrUnknownApproval) {
+		if err := c.Answer("other-run", e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: "test"}); !errors.Is(err, ErrUnknownApproval) {
 			t.Errorf("answer on another run: %v", err)
 		}
 		// Replies that do not fit are refused, and the approval stays
 		// pending for the one that does.
 		for _, bad := range []Reply{
-			{Decision: DecisionAcceptEdits},
+			{Decision: wire.DecisionAcceptEdits},
 			{Decision: "yes"},
-			{Decision: DecisionAllow, UpdatedInput: json.RawMessage(`"rm -rf /"`)},
-			{Decision: DecisionDeny, UpdatedInput: json.RawMessage(`{"command":"ls"}`)},
-			{Decision: DecisionAllow, Answers: json.RawMessage(`{"Which?":"A"}`)},
-			{Decision: DecisionAllow, Interrupt: true},
+			{Decision: wire.DecisionAllow, UpdatedInput: json.RawMessage(`"rm -rf /"`)},
+			{Decision: wire.DecisionDeny, UpdatedInput: json.RawMessage(`{"command":"ls"}`)},
+			{Decision: wire.DecisionAllow, Answers: json.RawMessage(`{"Which?":"A"}`)},
+			{Decision: wire.DecisionAllow, Interrupt: true},
 		} {
 			if err := c.Answer(e.RunID, e.Approval.ID, bad); !errors.Is(err, ErrBadReply) || !strings.Contains(err.Error(), "still pending") {
 				t.Errorf("%+v: %v", bad, err)
 			}
 		}
-		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: "test"}); err != nil {
+		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: "test"}); err != nil {
 			t.Error(err)
 		}
-		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: "test"}); !errors.Is(err, ErrUnknownApproval) {
+		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: "test"}); !errors.Is(err, ErrUnknownApproval) {
 			t.Errorf("second answer: %v", err)
 		}
 	}
@@ -296,10 +296,10 @@ func TestCloseCancelsAndRefuses(t *testing.T) {
 func TestApprovalEventsAreSpooled(t *testing.T) {
 	c, spool, rec := newFakeCore(t)
 	rec.onApp = func(e Event) {
-		if e.Approval.Kind != wire.ApprovalTool || !slices.Equal(e.Approval.Options, []string{"allow", "allow_always", "deny"}) {
+		if e.Approval.Kind != wire.ApprovalTool || !slices.Equal(e.Approval.Options, wire.OptionsFor(wire.ApprovalTool)) {
 			t.Errorf("approval %+v", e.Approval)
 		}
-		c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: "tty"}) //nolint:errcheck
+		c.Answer(e.RunID, e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: "tty"}) //nolint:errcheck
 	}
 	if _, err := c.Start(Request{RunID: "ap", SessionID: "s", Prompt: "approve"}, rec); err != nil {
 		t.Fatal(err)
@@ -327,8 +327,9 @@ func TestApprovalEventsAreSpooled(t *testing.T) {
 
 func TestApprovalKinds(t *testing.T) {
 	for _, tt := range []struct {
-		tool, input, kind string
-		questions         bool
+		tool, input string
+		kind        wire.Kind
+		questions   bool
 	}{
 		{"Bash", `{"command":"ls"}`, wire.ApprovalTool, false},
 		{"ExitPlanMode", `{"plan":"1. read\n2. fix"}`, wire.ApprovalPlan, false},

@@ -15,9 +15,9 @@ type PendingApproval struct {
 
 // Decided is how an approval stopped waiting: who decided it, and what.
 type Decided struct {
-	By       string // a wire.By constant
+	By       wire.By
 	ByDetail string // with wire.ByDashboard: who decided there
-	Decision string
+	Decision wire.Decision
 }
 
 // String says it for the sides that lost: "already decided by dashboard
@@ -25,19 +25,19 @@ type Decided struct {
 func (d Decided) String() string {
 	switch d.By {
 	case wire.ByTimeout:
-		return "already timed out: " + d.Decision
+		return "already timed out: " + string(d.Decision)
 	case wire.ByCancelled:
-		return "already cancelled: " + d.Decision
+		return "already cancelled: " + string(d.Decision)
 	}
-	return "already decided by " + d.Who() + ": " + d.Decision
+	return "already decided by " + d.Who() + ": " + string(d.Decision)
 }
 
 // Who is the decider with its detail: "dashboard (phone)".
 func (d Decided) Who() string {
 	if detail := d.Detail(); detail != "" {
-		return d.By + " (" + detail + ")"
+		return string(d.By) + " (" + detail + ")"
 	}
-	return d.By
+	return string(d.By)
 }
 
 // Detail is who decided within By, for people: the backend records a

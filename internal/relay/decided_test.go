@@ -49,11 +49,11 @@ func TestDashboardAnswer(t *testing.T) {
 	c, spool, rec := newFakeCore(t)
 	late := make(chan error, 1)
 	rec.onApp = func(e Event) {
-		if err := c.Answer("", e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "d-1",
+		if err := c.Answer("", e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "d-1",
 			InputSHA256: wire.InputDigest(e.Approval.Input)}); err != nil {
 			t.Error(err)
 		}
-		late <- c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionDeny, By: wire.ByExtension})
+		late <- c.Answer(e.RunID, e.Approval.ID, Reply{Decision: wire.DecisionDeny, By: wire.ByExtension})
 	}
 	if _, err := c.Start(Request{RunID: "ap", SessionID: "s", Prompt: "approve"}, rec); err != nil {
 		t.Fatal(err)
@@ -92,11 +92,11 @@ func TestDashboardAnswerOnAnotherInput(t *testing.T) {
 	rec.onApp = func(e Event) {
 		var errs []error
 		for _, digest := range []string{"", wire.InputDigest(json.RawMessage(`{"command":"ls -la"}`))} {
-			errs = append(errs, c.Answer("", e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByDashboard,
+			errs = append(errs, c.Answer("", e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: wire.ByDashboard,
 				ByDetail: "dashboard:phone", DecisionID: "d-x", InputSHA256: digest}))
 		}
 		refused <- errs
-		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionDeny, By: wire.ByExtension}); err != nil {
+		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: wire.DecisionDeny, By: wire.ByExtension}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -118,7 +118,7 @@ func TestDashboardAnswerOnAnotherInput(t *testing.T) {
 func TestOwnAnswerIsNotCancelled(t *testing.T) {
 	c, _, rec := newFakeCore(t)
 	rec.onApp = func(e Event) {
-		c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByExtension}) //nolint:errcheck
+		c.Answer(e.RunID, e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: wire.ByExtension}) //nolint:errcheck
 	}
 	if _, err := c.Start(Request{Prompt: "approve"}, rec); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestPending(t *testing.T) {
 		t.Fatal("changed with nothing new")
 	default:
 	}
-	if err := c.Answer("", "a1", Reply{Decision: DecisionDeny, By: wire.ByTTY}); err != nil {
+	if err := c.Answer("", "a1", Reply{Decision: wire.DecisionDeny, By: wire.ByTTY}); err != nil {
 		t.Fatal(err)
 	}
 	<-changed // closed when it was taken, before Answer returned
@@ -165,9 +165,9 @@ func TestPending(t *testing.T) {
 func TestFirstAnswerWins(t *testing.T) {
 	c, spool, rec := newFakeCore(t)
 	sides := []Reply{
-		{Decision: DecisionAllow, By: wire.ByExtension},
-		{Decision: DecisionDeny, By: wire.ByDashboard, ByDetail: "phone", DecisionID: "d-9"},
-		{Decision: DecisionAllowAlways, By: wire.ByTTY},
+		{Decision: wire.DecisionAllow, By: wire.ByExtension},
+		{Decision: wire.DecisionDeny, By: wire.ByDashboard, ByDetail: "phone", DecisionID: "d-9"},
+		{Decision: wire.DecisionAllowAlways, By: wire.ByTTY},
 	}
 	errs := make([]error, len(sides))
 	answered := make(chan struct{})
@@ -209,7 +209,7 @@ func TestFirstAnswerWins(t *testing.T) {
 		t.Errorf("the backend heard %s/%s, the winner was %s/%s", res[0].By, res[0].Decision, w.By, w.Decision)
 	}
 	for i, err := range errs {
-		if i != winner && !strings.Contains(err.Error(), "already decided by "+w.By) {
+		if i != winner && !strings.Contains(err.Error(), "already decided by "+string(w.By)) {
 			t.Errorf("the loser %s was told %q, want who won (%s)", sides[i].By, err, w.By)
 		}
 	}
@@ -249,7 +249,7 @@ func TestAnswerTakenBeforeTimeoutWins(t *testing.T) {
 		if e.Kind != KindApprovalRequested {
 			return
 		}
-		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: DecisionAllow, By: wire.ByExtension}); err != nil {
+		if err := c.Answer(e.RunID, e.Approval.ID, Reply{Decision: wire.DecisionAllow, By: wire.ByExtension}); err != nil {
 			t.Errorf("answer: %v", err)
 		}
 		mu.Lock()
@@ -286,7 +286,7 @@ func TestTimedOutApprovalSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.wait(t)
-	err := c.Answer("", "slow", Reply{Decision: DecisionAllow, By: wire.ByExtension})
+	err := c.Answer("", "slow", Reply{Decision: wire.DecisionAllow, By: wire.ByExtension})
 	if err == nil || err.Error() != `approval "slow" already timed out: deny` || !errors.Is(err, ErrUnknownApproval) {
 		t.Errorf("late answer: %v", err)
 	}
@@ -322,7 +322,7 @@ func TestDecidedIsBounded(t *testing.T) {
 	c := New(Options{})
 	c.ap.maxQueue = 3
 	for i := range 5 {
-		c.approvalSettled(fmt.Sprint(i), Decided{By: wire.ByTTY, Decision: DecisionAllow})
+		c.approvalSettled(fmt.Sprint(i), Decided{By: wire.ByTTY, Decision: wire.DecisionAllow})
 	}
 	if _, ok := c.decidedOf("1"); ok {
 		t.Error("the second oldest outcome is still kept")

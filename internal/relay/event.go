@@ -60,13 +60,13 @@ type Event struct {
 // Approval is a tool call waiting for a decision.
 type Approval struct {
 	ID          string
-	Kind        string // wire.ApprovalTool, ApprovalPlan or ApprovalQuestion
+	Kind        wire.Kind
 	ToolName    string
 	Input       json.RawMessage
 	ToolUseID   string
 	Title       string          // what will run, in full (tooltitle.Full)
 	Description string          // the model's own description, when the CLI gave one
-	Options     []string        // what the decision may be
+	Options     []wire.Decision // what the decision may be
 	Suggestions json.RawMessage // the CLI's permission_suggestions
 	Questions   json.RawMessage // AskUserQuestion's questions, for a question
 }

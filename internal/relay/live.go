@@ -250,7 +250,7 @@ func (r *Run) turnCompleted(e executor.Event) {
 	}
 	r.mu.Unlock()
 	// The turn's own interaction: the next turn's events go to the next one.
-	r.enqueueIn(inter, wire.TypeTurnCompleted, wire.TurnCompleted{RunID: r.id, Turn: e.Turn, Status: string(end.Status),
+	r.enqueueIn(inter, wire.TypeTurnCompleted, wire.TurnCompleted{RunID: r.id, Turn: e.Turn, Status: end.Status,
 		Result: end.Result, ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD})
 	r.sink.Event(Event{Kind: KindTurnCompleted, RunID: r.id, SessionID: r.session, InteractionID: inter, Turn: e.Turn, End: end})
 }

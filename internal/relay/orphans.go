@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/wire"
@@ -65,7 +64,7 @@ func postDeadRun(spool Spool, c *proc.Claim) error {
 	if !c.Started.IsZero() {
 		dur = max(c.StoppedAt.Sub(c.Started).Milliseconds(), 0)
 	}
-	status := string(executor.StatusFailed)
+	status := wire.StatusFailed
 	data, err := json.Marshal(wire.RunEnded{RunID: c.RunID, Status: status, Reason: wire.ReasonHelperExited,
 		Result: wire.Result{Stderr: msg, ExitCode: 1, DurationMS: dur}})
 	if err != nil {

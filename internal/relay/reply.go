@@ -11,30 +11,17 @@ import (
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
-// Decisions an approval may offer in its Options (CONTRACT §7).
-const (
-	DecisionAllow        = "allow"
-	DecisionAllowAlways  = "allow_always"
-	DecisionDeny         = "deny"
-	DecisionAcceptEdits  = "accept_edits"  // a plan: approve, edits run without asking
-	DecisionDefault      = "default"       // a plan: approve, each edit asks
-	DecisionKeepPlanning = "keep_planning" // a plan: send it back with Reason
-)
-
-// Decisions are every decision there is; an approval offers some.
-var Decisions = []string{DecisionAllow, DecisionAllowAlways, DecisionDeny, DecisionAcceptEdits, DecisionDefault, DecisionKeepPlanning}
-
 // optionsFor is what a decision may be, by approval kind.
-func optionsFor(kind string) []string { return wire.OptionsFor(kind) }
+func optionsFor(kind wire.Kind) []wire.Decision { return wire.OptionsFor(kind) }
 
 // Reply answers a pending approval.
 type Reply struct {
-	Decision     string          // one of the approval's Options
+	Decision     wire.Decision   // one of the approval's Options
 	Reason       string          // with deny or keep_planning: told to the model
 	UpdatedInput json.RawMessage // with allow or allow_always: replaces the tool's input (an object)
 	Answers      json.RawMessage // with allow, for a question: {"question text": "answer"}
 	Interrupt    bool            // with deny or keep_planning: stop the turn too
-	By           string          // who decided (a wire.By constant), for the backend's record
+	By           wire.By         // who decided, for the backend's record
 	// With By dashboard (wire.ByDashboard): who decided there (the
 	// decision's `by`, e.g. "dashboard:phone") and the backend's decision ID.
 	ByDetail   string
@@ -63,7 +50,7 @@ func (rep Reply) decision(a *Approval) (executor.Decision, error) {
 				"was altered or forged, so nothing of it runs", orNone(rep.InputSHA256), own)
 		}
 	}
-	allow := rep.Decision != DecisionDeny && rep.Decision != DecisionKeepPlanning
+	allow := rep.Decision != wire.DecisionDeny && rep.Decision != wire.DecisionKeepPlanning
 	d := executor.Decision{Answers: answers}
 	if wire.Present(rep.UpdatedInput) {
 		d.UpdatedInput = rep.UpdatedInput
@@ -73,21 +60,21 @@ func (rep Reply) decision(a *Approval) (executor.Decision, error) {
 	}
 	d.Allow, d.Reason, d.Interrupt = allow, rep.Reason, rep.Interrupt
 	switch rep.Decision {
-	case DecisionAllowAlways:
+	case wire.DecisionAllowAlways:
 		d.Always = true
-	case DecisionAcceptEdits:
+	case wire.DecisionAcceptEdits:
 		d.Mode = streamjson.PermissionModeAcceptEdits
-	case DecisionDefault:
+	case wire.DecisionDefault:
 		d.Mode = streamjson.PermissionModeDefault
 	}
 	return d, nil
 }
 
-func denials(options []string) []string {
+func denials(options []wire.Decision) []string {
 	var out []string
 	for _, o := range options {
-		if o == DecisionDeny || o == DecisionKeepPlanning {
-			out = append(out, o)
+		if !o.Allows() {
+			out = append(out, string(o))
 		}
 	}
 	return out

@@ -165,7 +165,7 @@ func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (execut
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			by, reason, interrupt = wire.ByTimeout, "timed out: denied and the turn stopped", true
 		}
-		d := Decided{By: by, Decision: DecisionDeny}
+		d := Decided{By: by, Decision: wire.DecisionDeny}
 		r.mu.Lock()
 		_, still := r.pending[req.ApprovalID]
 		if still {
@@ -177,7 +177,7 @@ func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (execut
 			// An answer took it first (it is on its way): it wins.
 			return r.resolved(a, <-ch), nil
 		}
-		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: DecisionDeny,
+		r.forward(wire.TypeApprovalResolved, wire.ApprovalResolved{RunID: r.id, ApprovalID: a.ID, Decision: wire.DecisionDeny,
 			By: by, Reason: reason, Interrupt: interrupt})
 		r.event(Event{Kind: KindApprovalCancelled, Approval: a, Reason: reason, Decided: &d})
 		return executor.Decision{}, ctx.Err()
@@ -225,7 +225,7 @@ func approvalOf(req executor.ApprovalRequest) *Approval {
 // sink.
 func (r *Run) finish(cwd string, res *executor.Result, err error) {
 	end := endOf(res, err)
-	status := string(res.Status)
+	status := res.Status
 	r.forward(wire.EndType(status), wire.RunEnded{RunID: r.id, Mode: r.mode, Status: status, Result: end.Result,
 		ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD, Reason: end.Reason})
 	c := r.c

@@ -19,7 +19,7 @@ const (
 
 // Who resolved an approval whose run ended while it was pending.
 const (
-	ByRunEnd     = "cancelled"
+	ByRunEnd     = string(wire.ByCancelled)
 	ReasonRunEnd = "the run ended"
 )
 
@@ -99,11 +99,11 @@ func (r *ApprovalRecord) Request(ev Event, req *wire.ApprovalRequested) (changed
 		return false, ev.EventID != r.RequestEvent
 	}
 	r.Requested, r.RequestEvent = true, ev.EventID
-	r.RunID, r.ToolName, r.Title, r.Kind = req.RunID, clean(req.ToolName), clean(req.Title), clean(req.Kind)
+	r.RunID, r.ToolName, r.Title, r.Kind = req.RunID, clean(req.ToolName), clean(req.Title), clean(string(req.Kind))
 	r.Input = append(json.RawMessage(nil), req.Input...)
 	r.Options = make([]string, len(req.Options))
 	for i, o := range req.Options {
-		r.Options[i] = clean(o)
+		r.Options[i] = clean(string(o))
 	}
 	r.RequestedAt = ev.Timestamp.UTC()
 	return true, false
@@ -118,7 +118,7 @@ func (r *ApprovalRecord) Resolve(ev Event, res *wire.ApprovalResolved) bool {
 	if !r.Requested {
 		r.RunID = res.RunID
 	}
-	r.close(ClosedByEvent, ev.Timestamp, ev.EventID, clean(res.Decision), clean(res.By), clean(res.Reason))
+	r.close(ClosedByEvent, ev.Timestamp, ev.EventID, clean(string(res.Decision)), clean(string(res.By)), clean(res.Reason))
 	return true
 }
 

@@ -23,11 +23,11 @@ const (
 
 // Session statuses.
 const (
-	StatusRunning   = "running"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-	StatusUnknown   = "unknown"
+	StatusRunning   = string(wire.StatusRunning)
+	StatusCompleted = string(wire.StatusCompleted)
+	StatusFailed    = string(wire.StatusFailed)
+	StatusCancelled = string(wire.StatusCancelled)
+	StatusUnknown   = "unknown" // a session with no lifecycle event yet
 )
 
 // Facts is what the derivation rules read from one event. FactsOf parses

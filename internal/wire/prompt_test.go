@@ -107,7 +107,7 @@ func TestEventVersions(t *testing.T) {
 		{Stderr{RunID: "r", Line: "x"}, `{"v":1,"run_id":"r","line":"x"}`},
 		{LimitNotice{RunID: "r", Message: "m"}, `{"v":1,"run_id":"r","message":"m"}`},
 		{MalformedLine{RunID: "r", Raw: "x"}, `{"v":1,"run_id":"r","raw":"x"}`},
-		{ApprovalRequested{RunID: "r", ApprovalID: "a", Kind: ApprovalTool, ToolName: "Bash", Title: "ls", Options: []string{"allow"}},
+		{ApprovalRequested{RunID: "r", ApprovalID: "a", Kind: ApprovalTool, ToolName: "Bash", Title: "ls", Options: []Decision{DecisionAllow}},
 			`{"v":1,"run_id":"r","approval_id":"a","kind":"tool","tool_name":"Bash","title":"ls","options":["allow"]}`},
 		{ApprovalResolved{RunID: "r", ApprovalID: "a", Decision: "allow", By: ByTTY}, `{"v":1,"run_id":"r","approval_id":"a","decision":"allow","by":"tty"}`},
 	} {

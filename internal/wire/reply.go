@@ -12,14 +12,14 @@ import (
 
 // OptionsFor is what a decision may be, by approval kind, when the
 // approval names no options of its own.
-func OptionsFor(kind string) []string {
+func OptionsFor(kind Kind) []Decision {
 	switch kind {
 	case ApprovalPlan:
-		return []string{"accept_edits", "default", "keep_planning"}
+		return []Decision{DecisionAcceptEdits, DecisionDefault, DecisionKeepPlanning}
 	case ApprovalQuestion:
-		return []string{"allow", "deny"}
+		return []Decision{DecisionAllow, DecisionDeny}
 	default:
-		return []string{"allow", "allow_always", "deny"}
+		return []Decision{DecisionAllow, DecisionAllowAlways, DecisionDeny}
 	}
 }
 
@@ -29,14 +29,14 @@ func OptionsFor(kind string) []string {
 // a tool; answers only for a question, which needs them to be allowed. It
 // returns the answers, decoded. One copy, so the backend never stores a
 // decision the helper would refuse.
-func CheckReply(kind string, options []string, decision string, updatedInput, answers json.RawMessage) (map[string]string, error) {
+func CheckReply(kind Kind, options []Decision, decision Decision, updatedInput, answers json.RawMessage) (map[string]string, error) {
 	if !slices.Contains(options, decision) {
-		return nil, fmt.Errorf("decision %q is not one of this %s approval's options (%s)", clip(decision), orDash(kind), strings.Join(options, ", "))
+		return nil, fmt.Errorf("decision %q is not one of this %s approval's options (%s)", clip(string(decision)), orDash(string(kind)), JoinDecisions(options))
 	}
-	allow := decision != "deny" && decision != "keep_planning"
+	allow := decision.Allows()
 	if Present(updatedInput) {
 		if !allow || kind != ApprovalTool {
-			return nil, fmt.Errorf("updated_input goes with allow or allow_always on a tool approval, not %s on a %s", decision, orDash(kind))
+			return nil, fmt.Errorf("updated_input goes with allow or allow_always on a tool approval, not %s on a %s", decision, orDash(string(kind)))
 		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(updatedInput, &m) != nil || m == nil {
@@ -46,7 +46,7 @@ func CheckReply(kind string, options []string, decision string, updatedInput, an
 	var out map[string]string
 	if Present(answers) {
 		if kind != ApprovalQuestion {
-			return nil, fmt.Errorf("answers are for a question (kind question); this is a %s approval", orDash(kind))
+			return nil, fmt.Errorf("answers are for a question (kind question); this is a %s approval", orDash(string(kind)))
 		}
 		if err := json.Unmarshal(answers, &out); err != nil {
 			return nil, fmt.Errorf("answers must map each question's text to its answer, e.g. {\"Which color?\": \"Blue\"}, got %s", preview(answers))
@@ -94,4 +94,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// JoinDecisions lists decisions for a message: "allow, deny".
+func JoinDecisions(ds []Decision) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = string(d)
+	}
+	return strings.Join(s, ", ")
 }

@@ -37,7 +37,7 @@ const (
 	VRunStarted        = 2 // 2: the prompt in full (bounded, marked when cut), blocks described, idle
 	VMessageSent       = 2 // 2: as run_started; "blocks" is a list (it was a count)
 	VRunEnded          = 1
-	VTurnCompleted     = 1
+	VTurnCompleted     = 2 // 2: status interrupted with by and reason; mode and model_usage for a terminal run
 	VModeChanged       = 1
 	VStderr            = 1
 	VLimitNotice       = 1
@@ -51,23 +51,6 @@ const (
 const (
 	ModeTerminal = "terminal" // a visible-terminal run
 	ModeACP      = "acp"      // a run an ACP client (Zed, …) started through `claude-relay acp`
-)
-
-// Who decided an approval, in ApprovalResolved.By (CONTRACT §10).
-const (
-	ByExtension = "extension"
-	ByTTY       = "tty"
-	ByACP       = "acp"
-	ByDashboard = "dashboard" // through the backend's API; DecidedBy says who there
-	ByTimeout   = "timeout"
-	ByCancelled = "cancelled" // the run or its turn ended first
-)
-
-// Approval kinds.
-const (
-	ApprovalTool     = "tool"
-	ApprovalPlan     = "plan"
-	ApprovalQuestion = "question"
 )
 
 // Question is one of AskUserQuestion's questions, which an approval of
@@ -99,23 +82,23 @@ type ApprovalRequested struct {
 	V           int             `json:"v"` // VApprovalRequested, set when written
 	RunID       string          `json:"run_id"`
 	ApprovalID  string          `json:"approval_id"`
-	Kind        string          `json:"kind"`
+	Kind        Kind            `json:"kind"`
 	ToolName    string          `json:"tool_name"`
 	Title       string          `json:"title"`
 	Input       json.RawMessage `json:"input,omitempty"`
 	ToolUseID   string          `json:"tool_use_id,omitempty"`
-	Options     []string        `json:"options"`
+	Options     []Decision      `json:"options"`
 	Suggestions json.RawMessage `json:"suggestions,omitempty"`
 }
 
 // ApprovalResolved is relay.approval_resolved's data: the decision and who
 // made it (one of the By constants).
 type ApprovalResolved struct {
-	V          int    `json:"v"` // VApprovalResolved, set when written
-	RunID      string `json:"run_id"`
-	ApprovalID string `json:"approval_id"`
-	Decision   string `json:"decision"` // one of the request's options
-	By         string `json:"by"`
+	V          int      `json:"v"` // VApprovalResolved, set when written
+	RunID      string   `json:"run_id"`
+	ApprovalID string   `json:"approval_id"`
+	Decision   Decision `json:"decision"` // one of the request's options
+	By         By       `json:"by"`
 	// With By dashboard: who decided there (the decision's `by`, the name
 	// of the backend token it came with) and the decision's ID, which
 	// names the remote decision that won.
@@ -133,7 +116,7 @@ type ApprovalResolved struct {
 type RemoteDecision struct {
 	ApprovalID   string          `json:"approval_id"`
 	DecisionID   string          `json:"decision_id"`
-	Decision     string          `json:"decision"`
+	Decision     Decision        `json:"decision"`
 	Reason       string          `json:"reason,omitempty"`
 	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
 	Answers      json.RawMessage `json:"answers,omitempty"`
@@ -238,13 +221,16 @@ type RunEnded struct {
 	V              int      `json:"v"` // VRunEnded, set when written
 	RunID          string   `json:"run_id"`
 	Mode           string   `json:"mode,omitempty"`
-	Status         string   `json:"status"` // completed, failed or cancelled
+	Status         Status   `json:"status"` // completed, failed or cancelled
 	Result         Result   `json:"result"`
 	ConversationID string   `json:"conversation_id"`
 	Usage          *Usage   `json:"usage,omitempty"`
 	TotalCostUSD   *float64 `json:"total_cost_usd,omitempty"`
 	Reason         string   `json:"reason,omitempty"`
 	ExitCode       *int     `json:"exit_code,omitempty"` // the CLI's own exit status, where it is known apart from Result
+	// Models splits the cost by model where the run read it from the
+	// CLI's own records (a terminal run).
+	Models map[string]ModelUsage `json:"model_usage,omitempty"`
 }
 
 // Reasons in RunEnded.Reason that programs may match on; any other reason
@@ -258,11 +244,11 @@ const (
 )
 
 // EndType is the event type of a run that ended with status.
-func EndType(status string) string {
+func EndType(status Status) string {
 	switch status {
-	case "completed":
+	case StatusCompleted:
 		return TypeRunCompleted
-	case "cancelled":
+	case StatusCancelled:
 		return TypeRunCancelled
 	}
 	return TypeRunFailed
@@ -271,14 +257,28 @@ func EndType(status string) string {
 // TurnCompleted is relay.turn_completed's data: one turn of a live run
 // ended, and the run waits for the next message.
 type TurnCompleted struct {
-	V              int      `json:"v"` // VTurnCompleted, set when written
-	RunID          string   `json:"run_id"`
-	Turn           int      `json:"turn"`
-	Status         string   `json:"status"`
+	V      int    `json:"v"` // VTurnCompleted, set when written
+	RunID  string `json:"run_id"`
+	Turn   int    `json:"turn"`
+	Mode   string `json:"mode,omitempty"` // ModeTerminal: read from a terminal run's transcript
+	Status Status `json:"status"`         // completed, failed or interrupted
+	// By and Reason say who stopped an interrupted turn and how, in words
+	// for people; Result.Stderr keeps what the CLI said.
+	By             By       `json:"by,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
 	Result         Result   `json:"result"`
 	ConversationID string   `json:"conversation_id,omitempty"`
 	Usage          *Usage   `json:"usage,omitempty"`
 	TotalCostUSD   *float64 `json:"total_cost_usd,omitempty"`
+	// Models splits Usage (and the cost, where known) by model; a terminal
+	// run's turns carry it, since no CLI result line does.
+	Models map[string]ModelUsage `json:"model_usage,omitempty"`
+}
+
+// ModelUsage is one model's share of a turn's or a run's usage.
+type ModelUsage struct {
+	Usage
+	CostUSD *float64 `json:"cost_usd,omitempty"`
 }
 
 // MessageSent is relay.message_sent's data: a message written to a live

@@ -23,13 +23,13 @@ func approvalRequested(sid, iid string, seq int64, at time.Duration, run, id str
 	return ev(sid, iid, seq, store.EventApprovalRequested, at, mustJSON(wire.ApprovalRequested{
 		RunID: run, ApprovalID: id, Kind: wire.ApprovalTool, ToolName: "Bash", Title: "Run ls " + id,
 		Input:   json.RawMessage(`{"command": "ls -la /tmp",  "description":"list"}`),
-		Options: []string{"allow", "allow_always", "deny"},
+		Options: wire.OptionsFor(wire.ApprovalTool),
 	}))
 }
 
 func approvalResolved(sid, iid string, seq int64, at time.Duration, run, id, decision, by string) store.Event {
 	return ev(sid, iid, seq, store.EventApprovalResolved, at, mustJSON(wire.ApprovalResolved{
-		RunID: run, ApprovalID: id, Decision: decision, By: by, Reason: "because " + by,
+		RunID: run, ApprovalID: id, Decision: wire.Decision(decision), By: wire.By(by), Reason: "because " + by,
 	}))
 }
 
@@ -105,7 +105,7 @@ func testApprovals(t *testing.T, s store.Store) {
 	}
 	a1 := mustApproval(t, s, "a1")
 	want := store.Approval{ApprovalID: "a1", SessionID: sid, RunID: "run1", ToolName: "Bash", Title: "Run ls a1",
-		Input: json.RawMessage(`{"command": "ls -la /tmp",  "description":"list"}`), Kind: wire.ApprovalTool,
+		Input: json.RawMessage(`{"command": "ls -la /tmp",  "description":"list"}`), Kind: string(wire.ApprovalTool),
 		Options: []string{"allow", "allow_always", "deny"}, RequestedAt: t0.Add(1), State: store.ApprovalResolved,
 		Decision: "allow", By: "extension", Reason: "because extension", ResolvedAt: at(2)}
 	if !approvalEq(a1, want) {

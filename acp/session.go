@@ -346,6 +346,8 @@ func (s *session) turnEnded(inter string, end *relay.End) {
 		return
 	}
 	switch {
+	case end.Status == executor.StatusInterrupted:
+		t.done <- acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled, Meta: usageMeta(res), Usage: promptUsage(res)}
 	case end.Status == executor.StatusFailed && notLoggedIn(end):
 		t.err <- errAuthRequired()
 	case end.Status == executor.StatusFailed && (res == nil || res.Subtype != streamjson.ResultErrorMaxTurns):
@@ -389,7 +391,7 @@ func (s *session) cancel() {
 		c()
 	}
 	if runID != "" {
-		if err := s.a.opts.Core.Interrupt("", runID); err != nil {
+		if err := s.a.opts.Core.Interrupt("", runID, wire.ByACP); err != nil {
 			s.a.log.Debug("interrupt", "session", s.id, "err", err)
 		}
 	}
@@ -458,7 +460,7 @@ func (s *session) close() {
 	runID := s.runID
 	s.mu.Unlock()
 	if runID != "" {
-		_ = s.a.opts.Core.Cancel(runID)
+		_ = s.a.opts.Core.Cancel(runID, relay.StopClosed)
 	}
 	s.out.close()
 }

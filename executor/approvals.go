@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Hook callback IDs we register in initialize.
@@ -121,15 +122,15 @@ func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUse
 		}
 		return res
 	case err == nil && c.ToolName == toolExitPlanMode:
-		r.noteStop(d.Interrupt, "the plan was sent back and the turn stopped", false)
+		r.noteStop(d.Interrupt, d.By, "the plan was sent back and the turn stopped", false)
 		return streamjson.PermissionDeny(KeepPlanningPrefix+orDefault(d.Reason, "revise the plan"), d.Interrupt)
 	case err == nil:
-		r.noteStop(d.Interrupt, fmt.Sprintf("%s was denied and the turn stopped", c.ToolName), false)
+		r.noteStop(d.Interrupt, d.By, fmt.Sprintf("%s was denied and the turn stopped", c.ToolName), false)
 		return streamjson.PermissionDeny(DenyPrefix+d.Reason, d.Interrupt)
 	case errors.Is(err, context.DeadlineExceeded):
 		// Interrupted too: denied alone, the model tends to ask again, and
 		// nobody is there to answer (CONTRACT §7).
-		r.noteStop(true, fmt.Sprintf("nobody answered the approval for %s within %s (approvals.timeout), so it was denied and the turn stopped",
+		r.noteStop(true, wire.ByTimeout, fmt.Sprintf("nobody answered the approval for %s within %s (approvals.timeout), so it was denied and the turn stopped",
 			c.ToolName, r.e.opts.ApprovalTimeout), true)
 		return streamjson.PermissionDeny(TimeoutDenial, true)
 	default:
@@ -139,19 +140,21 @@ func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUse
 
 // noteStop remembers why an approval stopped the turn, so that the run's
 // end says so instead of the CLI's "error during execution".
-func (r *run) noteStop(interrupt bool, why string, timedOut bool) {
+func (r *run) noteStop(interrupt bool, by wire.By, why string, timedOut bool) {
 	if !interrupt {
 		return
 	}
 	r.mu.Lock()
-	r.approvalStop = approvalStop{why: why, timedOut: timedOut}
+	r.approvalStop = approvalStop{why: why, by: by, timedOut: timedOut}
 	r.mu.Unlock()
 }
 
-// approvalStop is why an approval's deny stopped the turn.
+// approvalStop is why the running turn was stopped: an approval's deny, an
+// interrupt, or the run's cancel.
 type approvalStop struct {
 	why      string
-	timedOut bool // nobody answered; else the user chose to stop
+	by       wire.By // who stopped it, when known
+	timedOut bool    // nobody answered; else someone chose to stop
 }
 
 // KeepPlanningPrefix starts what the model hears when the user sends a plan

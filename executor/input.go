@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // InputKind says what an Input asks of a live run.
@@ -27,6 +28,9 @@ type Input struct {
 	// Interaction (InputSend) is the interaction the send's turn belongs
 	// to: the run's registry record names it once the turn starts.
 	Interaction string
+	// By (InputInterrupt) is who stopped the turn, which it is reported
+	// with (StatusInterrupted).
+	By wire.By
 	// Done, when set (buffered by the sender), gets nil once the CLI
 	// confirmed (set_mode, set_model: its control response; interrupt: sent)
 	// or the message was queued (send), else an error.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // defaultIdleTimeout ends a keep-alive run that waits this long for its next
@@ -182,6 +183,8 @@ func (r *run) interrupt(in Input) {
 	// An approval pending for the stopped turn is moot; its Approver is told
 	// (ctx ends) and the CLI gets a denial it no longer waits for.
 	r.cancelPendingApprovals()
+	// The CLI ends the turn as an error during execution: it was stopped.
+	r.noteStop(true, in.By, stoppedBy(in.By), false)
 	r.w.add(writeOp{
 		write: func() error {
 			_, err := r.peer.call(streamjson.InterruptRequest{}, func(*streamjson.ControlResponse, error) {})
@@ -336,11 +339,12 @@ func (r *run) turnEnded() {
 	res := r.agg.endTurn()
 	turn := r.agg.results
 	if stop := r.takeStop(); stop.why != "" && res.Status == StatusFailed {
-		// The CLI calls the turn an approval stopped an error during
-		// execution; say what happened.
-		res.Reason, res.Stderr = stop.why, stop.why
+		// The CLI calls a stopped turn an error during execution; say what
+		// happened, keeping what the CLI said in Stderr.
+		res.Reason, res.StoppedBy = stop.why, stop.by
+		res.Stderr = strings.TrimSpace(stop.why + "\n" + res.Stderr)
 		if !stop.timedOut {
-			res.Status, res.ExitCode = StatusCancelled, 130
+			res.Status, res.ExitCode = StatusInterrupted, 130
 		}
 	}
 	if res.LimitNotice != "" {
@@ -348,6 +352,23 @@ func (r *run) turnEnded() {
 	}
 	r.obs.Event(Event{Kind: EventTurnCompleted, RunID: r.req.RunID, Time: time.Now(), Turn: turn, TurnResult: res})
 	r.turns.signal()
+}
+
+// stoppedBy says who stopped a turn, for people.
+func stoppedBy(by wire.By) string {
+	switch by {
+	case "":
+		return "the turn was stopped"
+	case wire.ByTTY:
+		return "stopped at the terminal"
+	case wire.ByExtension:
+		return "stopped from the editor"
+	case wire.ByACP:
+		return "stopped by the ACP client (session/cancel)"
+	case wire.ByDashboard:
+		return "stopped from the dashboard"
+	}
+	return "stopped by " + string(by)
 }
 
 // liveResult is a keep-alive run's end once it had at least one result: the

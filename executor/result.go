@@ -173,13 +173,14 @@ func (r *run) result(o outcome) (*Result, error) {
 	case o.cancelled:
 		// Whatever the CLI reported after our interrupt, we cancelled it.
 		res.Status, res.ExitCode, res.Stderr = StatusCancelled, 130, "Cancelled"
+		res.Reason, res.StoppedBy = o.why, o.by
 		return res, nil
 	case o.timedOut:
 		err := fmt.Errorf("%w: no output within %s", ErrStartupTimeout, r.e.opts.StartupTimeout)
 		res.Status, res.ExitCode, res.Reason = StatusFailed, 1, err.Error()
 		res.Stderr = strings.TrimSpace(err.Error() + "\n" + res.StderrTail)
 		return res, err
-	case a.result == nil && r.req.Idle && r.lv.started == 0 && r.lv.closed && res.CLIExitCode == 0:
+	case a.result == nil && r.req.Idle && r.lv.started == 0 && r.lv.closed && (res.CLIExitCode == 0 || o.closed):
 		// An idle start that ended before its first message: nothing ran.
 		res.Status, res.ExitCode = StatusCompleted, 0
 		return res, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // run is one CLI process and the goroutines that serve it. Run owns it: every
@@ -230,7 +231,10 @@ func (r *run) begin() {
 // outcome is how supervision ended.
 type outcome struct {
 	state     *os.ProcessState
-	cancelled bool
+	cancelled bool   // ctx ended while a turn ran or waited: the run was stopped
+	closed    bool   // ctx ended while a keep-alive run was idle: it was closed, as End would
+	why       string // with cancelled: the cancel's cause, for people
+	by        wire.By
 	timedOut  bool
 }
 
@@ -283,9 +287,42 @@ func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) out
 			r.e.log.Warn("no output from the Claude CLI; killing it", "run_id", r.req.RunID, "timeout", r.e.opts.StartupTimeout)
 			return outcome{state: r.kill(exited, 0), timedOut: true}
 		case <-ctx.Done():
-			return outcome{state: r.stop(exited), cancelled: true}
+			return r.cancel(ctx, exited)
 		}
 	}
+}
+
+// Stop is a cancel's cause (context.WithCancelCause): who stopped the run
+// and why, in words for people. A run cancelled with another cause (or
+// none) is reported with its text.
+type Stop struct {
+	By  wire.By
+	Why string // "closed by the client": " during a turn" is added when a turn ran
+}
+
+func (s *Stop) Error() string { return s.Why }
+
+// cancel ends the run because ctx ended. A keep-alive run with no turn
+// running or queued is closed as End would close it: nothing was lost, so
+// it completes. Otherwise the running turn is stopped (and reported
+// interrupted, with the cause) and the run is cancelled.
+func (r *run) cancel(ctx context.Context, exited <-chan *os.ProcessState) outcome {
+	stop := Stop{Why: "cancelled"}
+	var cause *Stop
+	switch err := context.Cause(ctx); {
+	case errors.As(err, &cause):
+		stop = *cause
+	case err != nil && !errors.Is(err, context.Canceled):
+		stop.Why = err.Error()
+	}
+	if r.req.KeepAlive && !r.lv.busy && len(r.lv.queue) == 0 {
+		return outcome{state: r.stop(exited), closed: true}
+	}
+	if r.req.KeepAlive {
+		stop.Why += " during a turn"
+	}
+	r.noteStop(true, stop.By, stop.Why, false)
+	return outcome{state: r.stop(exited), cancelled: true, why: stop.Why, by: stop.By}
 }
 
 // stop is the cancel path (seed 000 §10): interrupt over the protocol, end

@@ -125,6 +125,9 @@ type Result struct {
 	LimitNotice    string // a rate or usage limit was reported
 	StderrTail     string // the last stderr the CLI wrote, ANSI stripped
 	CLIExitCode    int    // the process status; -1 when killed by a signal
+	// StoppedBy is who stopped an interrupted turn or a cancelled run, when
+	// known; Reason says how.
+	StoppedBy wire.By
 }
 
 // EventKind says what an Event carries.
@@ -208,6 +211,8 @@ type Decision struct {
 	Interrupt bool
 	// Reason (with a deny) is told to the model.
 	Reason string
+	// By is who decided: the turn a denial stopped says so.
+	By wire.By
 }
 
 // Approver decides about tools. ctx ends when approvals.timeout passes or the

@@ -50,6 +50,7 @@ func EventsOf(e relay.Event) []Event {
 		res := end.Result
 		ev.Event, ev.InteractionID, ev.Turn, ev.Result, ev.ConversationID, ev.Usage, ev.TotalCostUSD =
 			EventTurnCompleted, e.InteractionID, e.Turn, &res, end.ConversationID, end.Usage, end.TotalCostUSD
+		ev.Status, ev.StoppedBy, ev.Reason = end.Status, end.StoppedBy, end.Reason
 	case relay.KindSessionInfo:
 		return []Event{sessionInfo(ev, e.Info)}
 	case relay.KindModeChanged:

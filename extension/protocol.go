@@ -180,8 +180,10 @@ type Event struct {
 	// signal
 	Signal string `json:"signal,omitempty"`
 
-	// turn_completed
-	Turn int `json:"turn,omitempty"`
+	// turn_completed (reason is Reason)
+	Turn      int         `json:"turn,omitempty"`
+	Status    wire.Status `json:"status,omitempty"`
+	StoppedBy wire.By     `json:"stopped_by,omitempty"`
 
 	// stalled (reason is Reason)
 	Seconds float64 `json:"seconds,omitempty"`

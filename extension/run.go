@@ -10,6 +10,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // prompt starts a run on the core; this file only translates between the
@@ -80,7 +81,7 @@ func (s *Server) live(cmd Command) {
 		}
 		err = s.core.Send(cmd.RequestID, cmd.RunID, cmd.InteractionID, relay.Message{Prompt: prompt, Content: cmd.Content})
 	case ActionInterrupt:
-		err = s.core.Interrupt(cmd.RequestID, cmd.RunID)
+		err = s.core.Interrupt(cmd.RequestID, cmd.RunID, wire.ByExtension)
 	case ActionSetMode:
 		if cmd.PermissionMode == "" {
 			s.emitError(cmd.RequestID, CodeMissingField, "missing field: permission_mode")

@@ -108,14 +108,16 @@ func (s *Server) Serve(in io.Reader, out io.Writer, signals <-chan os.Signal) er
 	go s.readCommands(in)
 
 	var reason string
+	stop := relay.StopClosed
 	select {
 	case reason = <-s.shutdown:
 	case sig := <-signals:
 		reason = "signal " + sig.String()
+		stop.Why = "the helper was stopped (" + reason + ")"
 		s.emit(Event{Event: EventSignal, Signal: sig.String()})
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.stop(reason) }()
+	go func() { done <- s.stop(reason, stop) }()
 	select {
 	case err := <-done:
 		return err
@@ -130,8 +132,8 @@ var ErrForced = errors.New("forced exit on a second signal")
 
 // stop cancels runs, waits for their final events, drains the forwarder
 // and writes the shutdown event.
-func (s *Server) stop(reason string) error {
-	s.core.Close()
+func (s *Server) stop(reason string, why relay.Stop) error {
+	s.core.CloseFor(why)
 	if s.remote != nil {
 		s.remote.Close() //nolint:errcheck // nothing pending is left to answer
 	}
@@ -268,7 +270,7 @@ func forwarderInfo(st forwarder.Stats) *ForwarderInfo {
 }
 
 func (s *Server) cancel(cmd Command) {
-	if err := s.core.Cancel(cmd.RunID); err != nil {
+	if err := s.core.Cancel(cmd.RunID, relay.Stop{By: wire.ByExtension, Why: "cancelled from the editor"}); err != nil {
 		s.emitError(cmd.RequestID, CodeUnknownRun, fmt.Sprintf("no live run %q", cmd.RunID))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/version"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // sessionFlags are the session, directory, model and resume flags that
@@ -336,7 +337,7 @@ wait:
 				return &ExitError{Code: signalStatus(first)}
 			}
 			first = sig
-			core.Cancel(run.ID()) //nolint:errcheck // it may have just ended
+			core.Cancel(run.ID(), relay.Stop{By: wire.ByTTY, Why: "stopped with " + signalName(sig)}) //nolint:errcheck // it may have just ended
 		}
 	}
 	core.Close()
@@ -360,6 +361,14 @@ wait:
 const exitCancelled = 130
 
 // signalStatus is the shell's exit status for death by sig: 128+n.
+// signalName says a stop signal as a user gave it: Ctrl-C for SIGINT.
+func signalName(sig os.Signal) string {
+	if sig == os.Interrupt {
+		return "Ctrl-C"
+	}
+	return sig.String()
+}
+
 func signalStatus(sig os.Signal) int {
 	if s, ok := sig.(syscall.Signal); ok {
 		return 128 + int(s)

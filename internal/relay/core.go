@@ -52,7 +52,7 @@ type Core struct {
 	closing bool
 	wg      sync.WaitGroup
 	ctx     context.Context
-	stop    context.CancelFunc
+	stop    context.CancelCauseFunc
 
 	amu sync.Mutex // guards ap; taken last
 	ap  approvals
@@ -64,7 +64,7 @@ func New(opts Options) *Core {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Core{opts: opts, log: opts.Logger, runs: map[string]*Run{}, ap: newApprovals()}
-	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.ctx, c.stop = context.WithCancelCause(context.Background())
 	return c
 }
 
@@ -172,7 +172,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		c.mu.Unlock()
 		return nil, refuse(RefuseRunExists, "run %q is already live", req.RunID)
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancel := context.WithCancelCause(c.ctx)
 	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, cwd: req.Cwd, mode: req.Mode, started: time.Now(),
 		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]pendingApproval{}}
 	if req.KeepAlive {
@@ -192,7 +192,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	go func() {
 		defer c.wg.Done()
 		res, err := c.opts.Executor.Run(ctx, er, r, r)
-		cancel()
+		cancel(nil)
 		r.mu.Lock()
 		r.inputsClosed = true // no input counts after this Wait starts
 		r.mu.Unlock()
@@ -293,7 +293,7 @@ var ErrUnknownRun = errors.New("no live run")
 
 // Cancel stops the run runID (every run when runID is empty): interrupt,
 // then signals to its whole process tree. Its KindEnded follows.
-func (c *Core) Cancel(runID string) error {
+func (c *Core) Cancel(runID string, stop Stop) error {
 	c.mu.Lock()
 	var targets []*Run
 	for id, r := range c.runs {
@@ -306,10 +306,22 @@ func (c *Core) Cancel(runID string) error {
 		return fmt.Errorf("%w %q", ErrUnknownRun, runID)
 	}
 	for _, r := range targets {
-		r.cancel()
+		r.cancel(&stop)
 	}
 	return nil
 }
+
+// Stop says who stopped a run and why (executor.Stop): the run's end and
+// its stopped turn are reported with it.
+type Stop = executor.Stop
+
+// Causes of the stops the front ends make.
+var (
+	// StopClosed: the client went away (closed stdin, session/close,
+	// shutdown). An idle live run closed so completes; one in a turn is
+	// cancelled "closed by the client during a turn".
+	StopClosed = Stop{Why: "closed by the client"}
+)
 
 // ErrUnknownApproval: no pending approval has the ID.
 var ErrUnknownApproval = errors.New("no pending approval")
@@ -354,12 +366,15 @@ func (c *Core) Runs() []RunInfo {
 	return out
 }
 
-// Close refuses new runs, cancels the live ones and waits until each has
-// delivered its KindEnded. It is idempotent.
-func (c *Core) Close() {
+// Close refuses new runs, closes the live ones (StopClosed) and waits until
+// each has delivered its KindEnded. It is idempotent.
+func (c *Core) Close() { c.CloseFor(StopClosed) }
+
+// CloseFor is Close with another cause: the runs it stops say so.
+func (c *Core) CloseFor(stop Stop) {
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()
-	c.stop()
+	c.stop(&stop)
 	c.wg.Wait()
 }

@@ -275,7 +275,7 @@ func TestCloseCancelsAndRefuses(t *testing.T) {
 	if _, err := c.Start(Request{RunID: "b", Prompt: "block"}, rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Cancel("nope"); !errors.Is(err, ErrUnknownRun) {
+	if err := c.Cancel("nope", StopClosed); !errors.Is(err, ErrUnknownRun) {
 		t.Errorf("cancel of an unknown run: %v", err)
 	}
 	if n := len(c.Runs()); n != 1 {

@@ -78,7 +78,8 @@ type End struct {
 	ConversationID string
 	Usage          *wire.Usage
 	TotalCostUSD   *float64
-	Reason         string // why it failed
+	Reason         string // why it failed, or how it was stopped
+	StoppedBy      wire.By
 }
 
 // Sink receives a run's events, one at a time and in order. KindStarted and

@@ -83,14 +83,14 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 	return r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg.Content, Interaction: interactionID})
 }
 
-// Interrupt stops the running turn of runID; a live run then waits for the
-// next Send.
-func (c *Core) Interrupt(requestID, runID string) error {
+// Interrupt stops the running turn of runID, which is reported interrupted
+// by by; a live run then waits for the next Send.
+func (c *Core) Interrupt(requestID, runID string, by wire.By) error {
 	r, err := c.run(runID)
 	if err != nil {
 		return err
 	}
-	return r.input(requestID, executor.Input{Kind: executor.InputInterrupt})
+	return r.input(requestID, executor.Input{Kind: executor.InputInterrupt, By: by})
 }
 
 // SetMode changes a live run's permission mode; KindModeChanged confirms it.
@@ -251,6 +251,7 @@ func (r *Run) turnCompleted(e executor.Event) {
 	r.mu.Unlock()
 	// The turn's own interaction: the next turn's events go to the next one.
 	r.enqueueIn(inter, wire.TypeTurnCompleted, wire.TurnCompleted{RunID: r.id, Turn: e.Turn, Status: end.Status,
+		By: end.StoppedBy, Reason: end.Reason,
 		Result: end.Result, ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD})
 	r.sink.Event(Event{Kind: KindTurnCompleted, RunID: r.id, SessionID: r.session, InteractionID: inter, Turn: e.Turn, End: end})
 }
@@ -258,7 +259,7 @@ func (r *Run) turnCompleted(e executor.Event) {
 // endOf turns an executor result into an End.
 func endOf(res *executor.Result, err error) *End {
 	end := &End{Status: res.Status, ConversationID: res.ConversationID,
-		Result: res.CommandResult}
+		Result: res.CommandResult, StoppedBy: res.StoppedBy}
 	if res.HasUsage {
 		u := wire.Usage(res.Usage)
 		cost := res.TotalCostUSD
@@ -266,8 +267,8 @@ func endOf(res *executor.Result, err error) *End {
 	}
 	switch res.Status {
 	case executor.StatusCompleted:
-	case executor.StatusCancelled:
-		end.Reason = res.Reason // why, when it was not a plain cancel (a deny that stopped the turn)
+	case executor.StatusCancelled, executor.StatusInterrupted:
+		end.Reason = res.Reason // who stopped it and how
 	default:
 		end.Reason = res.Reason
 		if end.Reason == "" && err != nil {

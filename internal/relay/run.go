@@ -23,7 +23,7 @@ type Run struct {
 	mode    string // Request.Mode
 	started time.Time
 	ctx     context.Context // ends when the run does
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 	sink    Sink
 	in      chan executor.Input // the executor's Inputs
 	live    *live               // keep_alive runs only

@@ -461,8 +461,14 @@ window.CRModel = (function () {
       const what = str(d.result) || (Array.isArray(d.errors) ? d.errors.filter((e) => typeof e === 'string').join('\n') : '') || sub;
       // The label says what the event says: an error result whose subtype
       // is "success" (the CLI's "Not logged in") is an error, not a success.
-      this.notice(ev, 'result: ' + (sub && sub !== 'success' ? sub : 'error'), what, 'error', d);
+      t.errorCard = this.notice(ev, 'result: ' + (sub && sub !== 'success' ? sub : 'error'), what, 'error', d);
     }
+  };
+
+  // stopped says who stopped a turn, for its card.
+  const STOPPED_BY = {
+    extension: 'from the editor', tty: 'at the terminal', acp: 'by the ACP client', dashboard: 'from the dashboard',
+    timeout: 'by the approval timeout', watchdog: 'by the watchdog',
   };
 
   // ---- tools ----
@@ -586,6 +592,18 @@ window.CRModel = (function () {
         const t = this.turnFor(ev);
         const r = obj(d.result);
         if (str(d.status)) t.status = d.status;
+        t.ended = true;
+        if (d.status === 'interrupted') {
+          // Someone pressed Stop: nothing failed. The CLI's own words
+          // (error_during_execution) stay in the card's details.
+          const text = str(d.reason) || ('Stopped ' + (STOPPED_BY[str(d.by)] || '')).trim() + '.';
+          if (t.errorCard) {
+            Object.assign(t.errorCard, { label: 'interrupted', text, cls: 'warn' });
+            this.view.changed(t.errorCard);
+          } else {
+            this.notice(ev, 'interrupted', text, 'warn', d);
+          }
+        }
         if (t.durationMs === null && num(r.duration_ms) !== null) t.durationMs = r.duration_ms;
         if (t.cost === null && num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
         if (!t.usage && d.usage && typeof d.usage === 'object') t.usage = d.usage;
@@ -625,7 +643,10 @@ window.CRModel = (function () {
     const t = this.turnOrIdle(ev);
     const r = obj(d.result);
     const code = num(r.exitCode) !== null ? r.exitCode : num(d.exit_code);
-    if (t) {
+    // A live run cancelled after its turn completed was closed while idle
+    // (helpers before event schema 2 said "cancelled"): nothing was lost.
+    const closedIdle = t && t.ended && t.status === 'completed' && status === 'cancelled';
+    if (t && !closedIdle) {
       if (!t.status || status !== 'completed') t.status = status;
       if (status === 'completed' && code !== null && code !== 0) t.status = 'failed';
       if (t.durationMs === null && num(r.duration_ms) !== null) t.durationMs = r.duration_ms;
@@ -648,6 +669,8 @@ window.CRModel = (function () {
       if (code !== null) text += ' (exit ' + code + ')';
       if (str(r.stderr) && text.indexOf(r.stderr) < 0) text += '\n' + r.stderr;
       this.notice(ev, 'run failed', text, 'error', d);
+    } else if (closedIdle) {
+      this.notice(ev, 'run closed', 'The run was closed between turns.', 'minor', d);
     } else if (status === 'cancelled' && t) {
       this.notice(ev, 'run cancelled', str(d.reason) || 'The run was cancelled.', 'warn', d);
     }

@@ -445,7 +445,7 @@ export interface RunEndedEvent {
   usage?: Usage;
   total_cost_usd?: number;
   /**
-   * Why it failed; for run_cancelled, set when an approval's deny with interrupt stopped it.
+   * Why it failed, or for run_cancelled who stopped it and how ("cancelled from the editor", "closed by the client during a turn").
    */
   reason?: string;
   [k: string]: unknown | undefined;
@@ -591,6 +591,15 @@ export interface TurnCompletedEvent {
   event: "turn_completed";
   interaction_id?: string;
   turn: number;
+  /**
+   * interrupted: someone stopped the turn (stopped_by); the run goes on.
+   */
+  status?: "completed" | "failed" | "interrupted";
+  stopped_by?: "extension" | "tty" | "acp" | "dashboard" | "timeout" | "cancelled" | "watchdog";
+  /**
+   * For a turn that failed or was interrupted: what happened, in words for people; result.stderr keeps what the CLI said.
+   */
+  reason?: string;
   result: Result;
   conversation_id?: string;
   usage?: Usage;

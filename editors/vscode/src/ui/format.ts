@@ -253,6 +253,8 @@ export interface EndInfo {
   reason?: string | undefined;
   stderr?: string | undefined;
   turn?: number | undefined;
+  /** turn_completed: completed, failed or interrupted (someone stopped it). */
+  status?: "completed" | "failed" | "interrupted" | undefined;
   /** run_completed of a keep_alive run: how many turns it had. */
   turns?: number | undefined;
 }
@@ -267,9 +269,17 @@ export interface EndInfo {
 export function endLine(info: EndInfo): string {
   let head: string;
   switch (info.event) {
-    case "turn_completed":
-      head = "Run completed";
+    case "turn_completed": {
+      const why = (info.reason ?? "").trim() || firstLine(info.stderr ?? "");
+      if (info.status === "interrupted") {
+        head = why ? `Turn interrupted: ${why}` : "Turn interrupted";
+      } else if (info.status === "failed") {
+        head = why ? `Turn failed: ${why}` : "Turn failed";
+      } else {
+        head = "Run completed";
+      }
       break;
+    }
     case "run_completed":
       // A live run's turns each printed their own "Run completed"; its
       // close sums them.

@@ -289,6 +289,9 @@ export class RunsModel {
           costUsd: e.total_cost_usd,
           durationMs: e.result.duration_ms,
           turn: e.turn,
+          status: e.status,
+          reason: e.reason,
+          stderr: e.result.stderr,
         });
         change.endLine = r.lastEnd;
         break;

@@ -138,6 +138,14 @@ test("end lines say completed or failed, with the cost", () => {
     endLine({ event: "turn_completed", costUsd: 0.001, durationMs: 500, turn: 2 }),
     "Run completed · $0.0010 · 0.5s · turn 2",
   );
+  assert.equal(
+    endLine({ event: "turn_completed", status: "interrupted", reason: "stopped from the editor", durationMs: 500, turn: 2 }),
+    "Turn interrupted: stopped from the editor · 0.5s · turn 2",
+  );
+  assert.equal(
+    endLine({ event: "turn_completed", status: "failed", stderr: "API Error: 500\nmore", turn: 1 }),
+    "Turn failed: API Error: 500",
+  );
   assert.equal(endLine({ event: "run_completed", costUsd: 0.02, durationMs: 3000 }), "Run completed · $0.0200 · 3.0s");
   assert.equal(
     endLine({ event: "run_completed", costUsd: 0.02, durationMs: 3000, turns: 2 }),

@@ -221,7 +221,7 @@ func TestRealLiveDenyWithInterruptKeepsTheRun(t *testing.T) {
 	log := &askLog{decide: func(int, ApprovalRequest) Decision { return Decision{Reason: "stop here", Interrupt: true} }}
 	lr := startLiveWith(t, env, Request{RunID: "live-deny", Prompt: "touch it", Approvals: true, KeepAlive: true}, log)
 	first := lr.turn(1)
-	if first.TurnResult.Status != StatusCancelled || !strings.Contains(first.TurnResult.Reason, "Bash was denied and the turn stopped") {
+	if first.TurnResult.Status != StatusInterrupted || !strings.Contains(first.TurnResult.Reason, "Bash was denied and the turn stopped") {
 		t.Errorf("turn 1 %+v", first.TurnResult)
 	}
 	if err := lr.send("go on"); err != nil {

@@ -14,17 +14,19 @@ import (
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // liveRun is a run of the real CLI fed through Inputs.
 type liveRun struct {
-	t    *testing.T
-	in   chan Input
-	rec  *recorder
-	stop context.CancelFunc
-	done chan struct{}
-	res  *Result
-	err  error
+	t       *testing.T
+	in      chan Input
+	rec     *recorder
+	stop    context.CancelFunc
+	stopFor context.CancelCauseFunc // stop with a cause (a *Stop)
+	done    chan struct{}
+	res     *Result
+	err     error
 }
 
 func startLive(t *testing.T, env *realEnv, req Request) *liveRun {
@@ -35,8 +37,9 @@ func startLive(t *testing.T, env *realEnv, req Request) *liveRun {
 // startLiveWith is startLive with an Approver.
 func startLiveWith(t *testing.T, env *realEnv, req Request, approver Approver) *liveRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	lr := &liveRun{t: t, in: make(chan Input, 8), rec: &recorder{}, stop: cancel, done: make(chan struct{})}
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	lr := &liveRun{t: t, in: make(chan Input, 8), rec: &recorder{}, stop: cancel, stopFor: cancelCause, done: make(chan struct{})}
 	req.Cwd, req.Inputs = env.cwd, lr.in
 	if req.MaxTurns == 0 {
 		req.MaxTurns = 6
@@ -218,11 +221,14 @@ func TestLiveInterruptKeepsTheRun(t *testing.T) {
 	lr := startLive(t, env, Request{RunID: runID, Prompt: "wait", KeepAlive: true})
 	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
 
-	if err := lr.input(Input{Kind: InputInterrupt}); err != nil {
+	if err := lr.input(Input{Kind: InputInterrupt, By: wire.ByExtension}); err != nil {
 		t.Fatalf("interrupt: %v", err)
 	}
+	// The user pressed Stop: nothing failed, and the turn says who stopped
+	// it; the CLI's own words stay in Stderr.
 	first := lr.turn(1)
-	if first.TurnResult.Subtype != streamjson.ResultErrorDuringExecution || first.TurnResult.Status != StatusFailed {
+	if tr := first.TurnResult; tr.Subtype != streamjson.ResultErrorDuringExecution || tr.Status != StatusInterrupted ||
+		tr.StoppedBy != wire.ByExtension || tr.Reason != "stopped from the editor" || !strings.Contains(tr.Stderr, "during execution") {
 		t.Errorf("interrupted turn %+v", first.TurnResult)
 	}
 	waitUntil(t, "the interrupted sleep is gone", func() bool { return !sleeping(runID) })
@@ -344,15 +350,44 @@ func TestLiveClosedInputsEndTheRun(t *testing.T) {
 	}
 }
 
+// A live run closed while idle lost nothing: it completes, as End would
+// have ended it.
 func TestLiveCancelWhileIdle(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("hi")}, nil)
 	runID := "live-cancel-" + strings.ReplaceAll(t.Name(), "/", "-")
 	lr := startLive(t, env, Request{RunID: runID, Prompt: "hello", KeepAlive: true})
 	lr.turn(1)
-	lr.stop()
-	res, _ := lr.wait()
-	if res.Status != StatusCancelled || res.ExitCode != 130 {
-		t.Errorf("result %+v", res)
+	lr.stopFor(&Stop{Why: "closed by the client"})
+	res, err := lr.wait()
+	if err != nil || res.Status != StatusCompleted || res.ExitCode != 0 || res.NumTurns != 1 {
+		t.Errorf("result %+v, %v", res, err)
+	}
+	waitUntil(t, "the run's processes are gone", func() bool {
+		left, _ := proc.FindMarked(runID)
+		return len(left) == 0
+	})
+}
+
+// A live run closed during a turn is cancelled with the cause, and the turn
+// it stopped is interrupted with the same words.
+func TestLiveClosedDuringATurn(t *testing.T) {
+	env := newRealEnv(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": "echo start && sleep 300", "description": "Wait a long time"}),
+		mockapi.TextTurn("never"),
+	}, nil)
+	runID := "live-closed-" + strings.ReplaceAll(t.Name(), "/", "-")
+	lr := startLive(t, env, Request{RunID: runID, Prompt: "wait", KeepAlive: true})
+	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
+	lr.stopFor(&Stop{By: wire.ByACP, Why: "closed by the client"})
+	res, err := lr.wait()
+	if err != nil || res.Status != StatusCancelled || res.ExitCode != 130 || res.Reason != "closed by the client during a turn" ||
+		res.StoppedBy != wire.ByACP {
+		t.Errorf("result %+v, %v", res, err)
+	}
+	if turns := lr.rec.kinds(EventTurnCompleted); len(turns) == 1 {
+		if tr := turns[0].TurnResult; tr.Status != StatusInterrupted || tr.Reason != "closed by the client during a turn" {
+			t.Errorf("the stopped turn %+v", tr)
+		}
 	}
 	waitUntil(t, "the run's processes are gone", func() bool {
 		left, _ := proc.FindMarked(runID)
@@ -374,9 +409,11 @@ func TestOneShotTakesInterruptNotSends(t *testing.T) {
 	if err := lr.input(Input{Kind: InputInterrupt}); err != nil {
 		t.Fatalf("interrupt: %v", err)
 	}
-	// The result of the interrupted turn closes stdin, as for any one-shot run.
+	// The result of the interrupted turn closes stdin, as for any one-shot
+	// run; someone stopped it, so the run is cancelled, not failed.
 	res, err := lr.wait()
-	if err == nil || res.Status != StatusFailed || res.Subtype != streamjson.ResultErrorDuringExecution {
+	if err != nil || res.Status != StatusCancelled || res.Subtype != streamjson.ResultErrorDuringExecution ||
+		res.Reason != "the turn was stopped" {
 		t.Errorf("result %+v, %v", res, err)
 	}
 	if n := len(lr.rec.kinds(EventTurnCompleted)); n != 0 {

@@ -58,7 +58,7 @@ func (rep Reply) decision(a *Approval) (executor.Decision, error) {
 	if rep.Interrupt && allow {
 		return bad("interrupt goes with %s, not %s", strings.Join(denials(a.Options), " or "), rep.Decision)
 	}
-	d.Allow, d.Reason, d.Interrupt = allow, rep.Reason, rep.Interrupt
+	d.Allow, d.Reason, d.Interrupt, d.By = allow, rep.Reason, rep.Interrupt, rep.By
 	switch rep.Decision {
 	case wire.DecisionAllowAlways:
 		d.Always = true

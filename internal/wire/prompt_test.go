@@ -102,7 +102,7 @@ func TestEventVersions(t *testing.T) {
 		{MessageSent{RunID: "r", PromptRecord: rec}, `{"v":2,"run_id":"r","prompt":"hi","prompt_bytes":2,"blocks":[{"type":"text","size":2}]}`},
 		{MessageSent{RunID: "r", PromptRecord: RecordPrompt(strings.Repeat("x", MaxPromptBytes+2), nil)}, ``},
 		{RunEnded{RunID: "r", Status: "completed"}, `{"v":1,"run_id":"r","status":"completed","result":{"stdout":"","stderr":"","exitCode":0,"duration_ms":0},"conversation_id":""}`},
-		{TurnCompleted{RunID: "r", Turn: 1, Status: "completed"}, `{"v":1,"run_id":"r","turn":1,"status":"completed","result":{"stdout":"","stderr":"","exitCode":0,"duration_ms":0}}`},
+		{TurnCompleted{RunID: "r", Turn: 1, Status: "completed"}, `{"v":2,"run_id":"r","turn":1,"status":"completed","result":{"stdout":"","stderr":"","exitCode":0,"duration_ms":0}}`},
 		{ModeChanged{RunID: "r", PermissionMode: "plan"}, `{"v":1,"run_id":"r","permission_mode":"plan"}`},
 		{Stderr{RunID: "r", Line: "x"}, `{"v":1,"run_id":"r","line":"x"}`},
 		{LimitNotice{RunID: "r", Message: "m"}, `{"v":1,"run_id":"r","message":"m"}`},

@@ -89,7 +89,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// of the same run ID: the kill at the end takes only ours.
 	token := proc.NewToken()
 	env = proc.WithToken(env, token)
-	r := &runner{o: o, env: env, token: token, res: &Result{}, seen: map[string]struct{}{}, before: transcriptSizes(o, env)}
+	r := &runner{o: o, env: env, token: token, res: &Result{}, seen: map[string]struct{}{}}
+	var claudeDir string
+	claudeDir, r.configPath = claudePaths(env)
+	r.before = transcriptSizes(o, claudeDir)
+	if o.Resume != "" || o.Continue {
+		// The totals the CLI will start from, should its transcript not
+		// say (see runCost).
+		r.configBefore = configCosts(r.configPath)
+	}
 	return r.run(ctx)
 }
 
@@ -109,28 +117,26 @@ type runner struct {
 	hookCount  int
 	rows       int
 	before     map[string]int64 // transcript sizes before a resumed or continued run
+
+	// Turns, tokens and cost (usage.go, usage_cost.go).
+	usage        usageTracker
+	baseline     *costRecord           // the CLI's totals before this run, from the transcript
+	configPath   string                // the CLI's config file
+	configBefore map[string]costRecord // its totals before this run, by conversation
 }
 
 // transcriptSizes records, before a resumed or continued run starts, how long
 // the transcripts it may append to already are: their lines were forwarded
 // by the run that wrote them. Transcripts live in
-// $HOME/.claude/projects/<cwd with / as ->/<conversation id>.jsonl.
-func transcriptSizes(o Options, env []string) map[string]int64 {
+// <claudeDir>/projects/<cwd with / as ->/<conversation id>.jsonl, claudeDir
+// being $CLAUDE_CONFIG_DIR or $HOME/.claude.
+func transcriptSizes(o Options, claudeDir string) map[string]int64 {
 	if o.Resume == "" && !o.Continue {
 		return nil
 	}
-	home := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-	}
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	pattern := filepath.Join(home, ".claude", "projects", "*", "*.jsonl")
+	pattern := filepath.Join(claudeDir, "projects", "*", "*.jsonl")
 	if o.Resume != "" && !o.Continue {
-		pattern = filepath.Join(home, ".claude", "projects", "*", filepath.Base(o.Resume)+".jsonl")
+		pattern = filepath.Join(claudeDir, "projects", "*", filepath.Base(o.Resume)+".jsonl")
 	}
 	paths, _ := filepath.Glob(pattern)
 	sizes := map[string]int64{}
@@ -180,11 +186,76 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 
 	r.mu.Lock()
 	r.res.ExitCode, r.res.ConversationID, r.res.Hooks, r.res.TranscriptRows = code, r.convID, r.hookCount, r.rows
+	last := r.usage.finish(stopped)
 	r.mu.Unlock()
+	if last != nil {
+		r.emitTurn(*last)
+	}
 	status, reason := outcome(code, stopped, runErr)
-	r.emit(wire.EndType(status), wire.RunEnded{RunID: r.o.RunID, Mode: wire.ModeTerminal, Status: status, ExitCode: &code,
-		ConversationID: r.res.ConversationID, Result: wire.Result{ExitCode: code, DurationMS: elapsed}, Reason: reason})
+	end := wire.RunEnded{RunID: r.o.RunID, Mode: wire.ModeTerminal, Status: status, ExitCode: &code,
+		ConversationID: r.res.ConversationID, Result: wire.Result{ExitCode: code, DurationMS: elapsed}, Reason: reason}
+	r.addUsage(&end)
+	r.emit(wire.EndType(status), end)
 	return r.res, runErr
+}
+
+// addUsage puts the run's tokens (its turns' sum) and its cost (the CLI's
+// own record, see runCost) into its end event.
+func (r *runner) addUsage(end *wire.RunEnded) {
+	r.mu.Lock()
+	turns, total, models := r.usage.turns, r.usage.total, r.usage.runModels()
+	r.mu.Unlock()
+	if turns > 0 {
+		end.Usage = &total
+	}
+	byModel := map[string]wire.ModelUsage{}
+	for m, u := range models {
+		byModel[m] = wire.ModelUsage{Usage: u}
+	}
+	if cost := r.runCost(end.ConversationID); cost != nil {
+		end.TotalCostUSD = &cost.TotalUSD
+		for m, c := range cost.Models {
+			mu := byModel[m]
+			mu.CostUSD = &c
+			byModel[m] = mu
+		}
+	}
+	if len(byModel) > 0 {
+		end.Models = byModel
+	}
+}
+
+// runCost is what this run cost by the CLI's own records, nil when they do
+// not say: the conversation's totals at exit minus those it started from.
+// The transcript's last cost-state comes first (one per conversation); the
+// config file, which keeps only each project's last conversation, only
+// when the transcript has none, and not when it still holds what it held
+// before the run (the CLI did not write this run's).
+func (r *runner) runCost(conv string) *costRecord {
+	r.mu.Lock()
+	final, started := r.usage.cost, r.baseline
+	r.mu.Unlock()
+	if final != nil && (conv == "" || final.SessionID == conv) {
+		c := final.since(started)
+		return &c
+	}
+	rec, ok := configCosts(r.configPath)[conv]
+	if !ok {
+		return nil
+	}
+	from, had := r.configBefore[conv]
+	if had && from.StartTime == rec.StartTime && from.TotalUSD == rec.TotalUSD {
+		return nil
+	}
+	if !had && r.o.Resume != "" {
+		from, had = r.configBefore[filepath.Base(r.o.Resume)] // a fork starts from the resumed totals
+	}
+	var base *costRecord
+	if had {
+		base = &from
+	}
+	c := rec.since(base)
+	return &c
 }
 
 // outcome is how a run ended, and why. The backend derives the session's
@@ -282,6 +353,7 @@ func (r *runner) onHook(event string, body []byte) {
 	if r.convID == "" && in.SessionID != "" {
 		r.convID = in.SessionID
 	}
+	r.usage.hook(event, body)
 	start := !r.tailing && in.TranscriptPath != ""
 	if start {
 		r.tailing = true
@@ -315,8 +387,31 @@ func (r *runner) startTail(path string) {
 		}}
 	go func() {
 		defer close(done)
-		t.Run(ctx) //nolint:errcheck // returns at ctx end
+		r.loadHistory(path) // before the first line is read
+		t.Run(ctx)          //nolint:errcheck // returns at ctx end
 	}()
+}
+
+// loadHistory reads what the transcript held before this run: the CLI's
+// totals there, which this run's carry over, and for a fork (a new
+// transcript of a resumed conversation) what the copy repeats, which this
+// run must not count again.
+func (r *runner) loadHistory(path string) {
+	src, limit, fork := path, r.before[filepath.Clean(path)], false
+	if limit == 0 && r.o.Resume != "" && !r.o.Continue {
+		for p, size := range r.before {
+			if filepath.Base(p) == filepath.Base(r.o.Resume)+".jsonl" && size > limit {
+				src, limit, fork = p, size, true
+			}
+		}
+	}
+	if limit == 0 {
+		return
+	}
+	last, copied := readHistory(src, limit, fork)
+	r.mu.Lock()
+	r.baseline, r.usage.copied = last, copied
+	r.mu.Unlock()
 }
 
 // stopTail stops the tailer and waits for it. It runs after the CLI has
@@ -364,8 +459,34 @@ func (r *runner) onTranscript(line []byte) {
 	}
 	r.mu.Lock()
 	r.rows++
+	before, after := r.usage.line(line)
 	r.mu.Unlock()
+	if before != nil {
+		r.emitTurn(*before) // the turn before the prompt this line starts
+	}
 	r.enqueue("transcript."+head.Type, "terminal", append([]byte(nil), line...))
+	if after != nil {
+		r.emitTurn(*after) // the turn this line ends
+	}
+}
+
+// emitTurn posts relay.turn_completed for a turn read from the transcript.
+func (r *runner) emitTurn(e turnEnd) {
+	conv := e.ConversationID
+	if conv == "" {
+		r.mu.Lock()
+		conv = r.convID
+		r.mu.Unlock()
+	}
+	tc := wire.TurnCompleted{RunID: r.o.RunID, Turn: e.Turn, Mode: wire.ModeTerminal, Status: e.Status, By: e.By,
+		Reason: e.Reason, Result: wire.Result{Stderr: e.Stderr}, ConversationID: conv, Usage: &e.Usage}
+	if len(e.Models) > 0 {
+		tc.Models = map[string]wire.ModelUsage{}
+		for m, u := range e.Models {
+			tc.Models[m] = wire.ModelUsage{Usage: u}
+		}
+	}
+	r.emit(wire.TypeTurnCompleted, tc)
 }
 
 // emit spools one of the relay's own events.

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/content"
@@ -173,7 +171,9 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		return nil, refuse(RefuseRunExists, "run %q is already live", req.RunID)
 	}
 	ctx, cancel := context.WithCancelCause(c.ctx)
-	r := &Run{c: c, id: req.RunID, session: req.SessionID, inter: req.InteractionID, cwd: req.Cwd, mode: req.Mode, started: time.Now(),
+	lc := NewLifecycle(c.opts.Spool, c.opts.State, Frame{RunID: req.RunID, SessionID: req.SessionID, InteractionID: req.InteractionID,
+		Cwd: req.Cwd, Mode: req.Mode}, c.log)
+	r := &Run{c: c, id: req.RunID, session: req.SessionID, lc: lc, started: time.Now(),
 		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]pendingApproval{}}
 	if req.KeepAlive {
 		r.live = &live{running: !req.Idle}
@@ -182,13 +182,12 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	c.runs[r.id] = r
 	c.wg.Add(1)
 	// Under mu, so Live counts reach every sink in order.
-	sink.Event(Event{Kind: KindStarted, RunID: r.id, SessionID: r.session, InteractionID: r.inter, RequestID: req.RequestID,
+	sink.Event(Event{Kind: KindStarted, RunID: r.id, SessionID: r.session, InteractionID: req.InteractionID, RequestID: req.RequestID,
 		Cwd: req.Cwd, Live: len(c.runs)})
 	c.mu.Unlock()
 
-	r.forward(wire.TypeRunStarted, wire.RunStarted{RunID: r.id, Mode: req.Mode, PromptRecord: rec, Idle: req.Idle, Cwd: req.Cwd,
-		Model: req.Model, PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue,
-		Approvals: req.Approvals})
+	r.spooled(lc.Started(wire.RunStarted{PromptRecord: rec, Idle: req.Idle, Model: req.Model, PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue,
+		Approvals: req.Approvals}))
 	go func() {
 		defer c.wg.Done()
 		res, err := c.opts.Executor.Run(ctx, er, r, r)
@@ -197,7 +196,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		r.inputsClosed = true // no input counts after this Wait starts
 		r.mu.Unlock()
 		r.waiters.Wait() // every outcome of an input is told before the end
-		r.finish(er.Cwd, res, err)
+		r.finish(res, err)
 	}()
 	return r, nil
 }
@@ -248,18 +247,9 @@ func permissionMode(m string) streamjson.PermissionMode { return streamjson.Perm
 // check fills req's defaults and says why it cannot start, in words a user
 // can act on.
 func (c *Core) check(req *Request) error {
-	if req.RunID == "" {
-		req.RunID = uuid.NewString()
-	}
-	if req.SessionID == "" {
-		req.SessionID = uuid.NewString()
-	}
-	if req.InteractionID == "" {
-		req.InteractionID = uuid.NewString()
-	}
-	if req.Cwd == "" {
-		req.Cwd = c.opts.DefaultCwd
-	}
+	f := Frame{RunID: req.RunID, SessionID: req.SessionID, InteractionID: req.InteractionID, Cwd: req.Cwd}
+	f.Fill(c.opts.DefaultCwd)
+	req.RunID, req.SessionID, req.InteractionID, req.Cwd = f.RunID, f.SessionID, f.InteractionID, f.Cwd
 	if req.Mode != "" && req.Mode != wire.ModeACP {
 		return refuse(RefuseBadValue, "mode %q (allowed: %s, or none for a background run)", req.Mode, wire.ModeACP)
 	}

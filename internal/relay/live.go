@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -55,7 +54,7 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 	if err != nil {
 		return err
 	}
-	msg, err := content.Prepare(m.Prompt, m.Content, r.cwd, content.Limits{})
+	msg, err := content.Prepare(m.Prompt, m.Content, r.lc.Frame().Cwd, content.Limits{})
 	if err != nil {
 		return refuse(RefuseBadValue, "%v", err)
 	}
@@ -75,11 +74,11 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 		r.live.queue = append(r.live.queue, interactionID)
 	} else {
 		r.live.running = true
-		r.inter = interactionID
+		r.lc.SetInteraction(interactionID)
 	}
 	r.mu.Unlock()
 	// Before the write, so it is the first event of its interaction.
-	r.enqueueIn(interactionID, wire.TypeMessageSent, wire.MessageSent{RunID: runID, PromptRecord: rec})
+	r.spooled(r.lc.Post(interactionID, wire.TypeMessageSent, wire.MessageSent{RunID: runID, PromptRecord: rec}))
 	return r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg.Content, Interaction: interactionID})
 }
 
@@ -242,17 +241,18 @@ func (r *Run) turnCompleted(e executor.Event) {
 	end := endOf(e.TurnResult, nil)
 	r.mu.Lock()
 	r.live.turns = e.Turn
-	inter := r.inter
+	inter := r.lc.Interaction()
 	if len(r.live.queue) > 0 {
-		r.inter, r.live.queue = r.live.queue[0], r.live.queue[1:]
+		r.lc.SetInteraction(r.live.queue[0])
+		r.live.queue = r.live.queue[1:]
 	} else {
 		r.live.running = false
 	}
 	r.mu.Unlock()
 	// The turn's own interaction: the next turn's events go to the next one.
-	r.enqueueIn(inter, wire.TypeTurnCompleted, wire.TurnCompleted{RunID: r.id, Turn: e.Turn, Status: end.Status,
+	r.spooled(r.lc.TurnEnded(inter, wire.TurnCompleted{Turn: e.Turn, Status: end.Status,
 		By: end.StoppedBy, Reason: end.Reason,
-		Result: end.Result, ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD})
+		Result: end.Result, ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD}))
 	r.sink.Event(Event{Kind: KindTurnCompleted, RunID: r.id, SessionID: r.session, InteractionID: inter, Turn: e.Turn, End: end})
 }
 
@@ -276,15 +276,6 @@ func endOf(res *executor.Result, err error) *End {
 		}
 	}
 	return end
-}
-
-func (r *Run) enqueueIn(inter, typ string, data any) {
-	b, err := json.Marshal(data)
-	if err != nil {
-		r.event(Event{Kind: KindSpoolError, Err: err})
-		return
-	}
-	r.enqueueEvent(inter, typ, b)
 }
 
 // idleTimeout is a live run's default idle_timeout (CONTRACT §7).

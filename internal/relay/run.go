@@ -19,8 +19,7 @@ type Run struct {
 	c       *Core
 	id      string
 	session string
-	cwd     string
-	mode    string // Request.Mode
+	lc      *Lifecycle // its events, interaction and end
 	started time.Time
 	ctx     context.Context // ends when the run does
 	cancel  context.CancelCauseFunc
@@ -30,7 +29,6 @@ type Run struct {
 	waiters sync.WaitGroup      // waits for inputs' outcomes
 
 	mu      sync.Mutex
-	inter   string                     // the running turn's interaction
 	pending map[string]pendingApproval // approvals by ID
 	// inputsClosed is set when the executor returned: input takes nothing
 	// more, so waiters.Add never races its Wait.
@@ -51,11 +49,7 @@ type answer struct {
 func (r *Run) inputs() chan<- executor.Input { return r.in }
 
 // interaction is the interaction events are spooled under now.
-func (r *Run) interaction() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.inter
-}
+func (r *Run) interaction() string { return r.lc.Interaction() }
 
 // ID is the run's ID.
 func (r *Run) ID() string { return r.id }
@@ -66,7 +60,7 @@ func (r *Run) SessionID() string { return r.session }
 func (r *Run) info() RunInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return RunInfo{RunID: r.id, SessionID: r.session, InteractionID: r.inter, StartedAt: r.started, PendingApprovals: len(r.pending)}
+	return RunInfo{RunID: r.id, SessionID: r.session, InteractionID: r.lc.Interaction(), StartedAt: r.started, PendingApprovals: len(r.pending)}
 }
 
 // answer decides a pending approval; found says whether this run has it. A
@@ -223,17 +217,11 @@ func approvalOf(req executor.ApprovalRequest) *Approval {
 
 // finish spools the run's end, remembers its conversation and tells the
 // sink.
-func (r *Run) finish(cwd string, res *executor.Result, err error) {
+func (r *Run) finish(res *executor.Result, err error) {
 	end := endOf(res, err)
-	status := res.Status
-	r.forward(wire.EndType(status), wire.RunEnded{RunID: r.id, Mode: r.mode, Status: status, Result: end.Result,
-		ConversationID: end.ConversationID, Usage: end.Usage, TotalCostUSD: end.TotalCostUSD, Reason: end.Reason})
+	r.spooled(r.lc.Ended(wire.RunEnded{Status: res.Status, Result: end.Result, ConversationID: end.ConversationID,
+		Usage: end.Usage, TotalCostUSD: end.TotalCostUSD, Reason: end.Reason}))
 	c := r.c
-	if end.ConversationID != "" && c.opts.State != nil {
-		if err := c.opts.State.Set(cwd, end.ConversationID); err != nil {
-			c.log.Warn("cannot remember the last conversation", "err", err)
-		}
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.runs, r.id)
@@ -243,20 +231,14 @@ func (r *Run) finish(cwd string, res *executor.Result, err error) {
 // forward spools one of the relay's own events; a failure is a
 // KindSpoolError.
 func (r *Run) forward(typ string, data any) bool {
-	b, err := json.Marshal(data)
+	return r.spooled(r.lc.Post(r.interaction(), typ, data))
+}
+
+func (r *Run) enqueue(ev forwarder.Event) bool { return r.spooled(r.lc.Enqueue(ev)) }
+
+// spooled reports a spool failure as a KindSpoolError.
+func (r *Run) spooled(err error) bool {
 	if err != nil {
-		r.event(Event{Kind: KindSpoolError, Err: err})
-		return false
-	}
-	return r.enqueueEvent(r.interaction(), typ, b)
-}
-
-func (r *Run) enqueueEvent(inter, typ string, data []byte) bool {
-	return r.enqueue(forwarder.Event{SessionID: r.session, InteractionID: inter, Type: typ, Data: data, Source: wire.SourceRelay})
-}
-
-func (r *Run) enqueue(ev forwarder.Event) bool {
-	if _, err := r.c.opts.Spool.Enqueue(ev); err != nil {
 		r.event(Event{Kind: KindSpoolError, Err: err})
 		return false
 	}

@@ -35,7 +35,7 @@ const (
 type Facts struct {
 	Candidate string  // conversation-ID candidate, "" when the event has none
 	Lifecycle string  // the status a relay lifecycle event sets, "" otherwise
-	Result    *Result // non-nil for a CLI result event
+	Result    *Result // non-nil for an event counted in usage (see FactsOf)
 
 	// What the session list shows (listing.go).
 	Prompt string // a prompt the user gave, as sent, or a description of its blocks ("" when none)
@@ -62,11 +62,13 @@ const (
 	CwdRun  = 2
 )
 
-// Result is the usage and cost one CLI result event reports.
+// Result is the usage and cost one event reports: a CLI result, or a
+// terminal run's turn or end (FactsOf).
 type Result struct {
 	// Key identifies the result within its session so that a result re-sent
 	// under another event_id counts once: "uuid:<event_data.uuid>" when the
-	// event has a uuid, else "seq:<interaction_id>:<seq>".
+	// event has a uuid, else "seq:<interaction_id>:<seq>"; a terminal
+	// run's "turn:<run_id>:<turn>" and "end:<run_id>".
 	Key     string
 	Usage   Usage
 	CostUSD float64
@@ -74,6 +76,9 @@ type Result struct {
 	// them exactly); empty when the result names no model, and then its
 	// usage belongs to the session's model.
 	Models []ModelUsage
+	// CostOnly: a terminal run's end, which adds the run's cost (the CLI's
+	// own record) and neither a turn nor tokens (its turns counted those).
+	CostOnly bool
 }
 
 // ModelUsage is one model's share of a result.
@@ -90,9 +95,15 @@ type ModelUsage struct {
 //     event_data.type is "system"; non-empty strings only (CONTRACT §6);
 //   - lifecycle: relay.run_started → running, relay.run_completed →
 //     completed, relay.run_failed → failed, relay.run_cancelled → cancelled;
-//   - result: event_type "result" whose event_data.type is "result". Only these
-//     count towards usage: relay.run_completed repeats the same numbers, so
-//     counting it too would double them. See resultOf for the figures.
+//   - result: event_type "result" whose event_data.type is "result" (see
+//     resultOf for the figures), and the two events a terminal run posts
+//     in their stead, since the interactive CLI writes no result line
+//     (terminalTurnOf, terminalEndOf): relay.turn_completed with mode
+//     "terminal" (a turn: tokens, by model) and relay.run_completed,
+//     run_failed or run_cancelled with mode "terminal" and a cost (cost
+//     only). A background run's relay.turn_completed and end events
+//     repeat its result lines' numbers, so counting them too would double
+//     them.
 //   - the list fields and approvals: see listingFacts and approvalFacts.
 //
 // Keys match exactly (encoding/json's case-insensitive struct matching would
@@ -106,8 +117,14 @@ func FactsOf(ev Event) Facts {
 	}
 	typ := jsonString(obj["type"])
 	f.Candidate = conversationCandidate(obj, typ)
-	if ev.EventType == EventResult && typ == "result" {
+	terminal := jsonString(obj["mode"]) == wire.ModeTerminal
+	switch {
+	case ev.EventType == EventResult && typ == "result":
 		f.Result = resultOf(ev, obj)
+	case terminal && ev.EventType == wire.TypeTurnCompleted:
+		f.Result = terminalTurnOf(ev, obj)
+	case terminal && f.Lifecycle != "" && f.Lifecycle != StatusRunning:
+		f.Result = terminalEndOf(ev, obj)
 	}
 	listingFacts(&f, ev, obj, typ)
 	approvalFacts(&f, ev, obj)
@@ -191,16 +208,99 @@ func resultOf(ev Event, obj map[string]json.RawMessage) *Result {
 	}
 	r.Models = nil
 	r.CostUSD = jsonFloat(obj["total_cost_usd"])
+	r.Usage = usageOf(obj["usage"])
+	return r
+}
+
+// usageOf reads a usage object (the API's snake_case names, as wire.Usage).
+func usageOf(raw json.RawMessage) Usage {
 	var u map[string]json.RawMessage
-	if json.Unmarshal(obj["usage"], &u) == nil {
-		r.Usage = Usage{
-			InputTokens:              jsonInt(u["input_tokens"]),
-			OutputTokens:             jsonInt(u["output_tokens"]),
-			CacheReadInputTokens:     jsonInt(u["cache_read_input_tokens"]),
-			CacheCreationInputTokens: jsonInt(u["cache_creation_input_tokens"]),
-		}
+	if json.Unmarshal(raw, &u) != nil {
+		return Usage{}
+	}
+	return Usage{
+		InputTokens:              jsonInt(u["input_tokens"]),
+		OutputTokens:             jsonInt(u["output_tokens"]),
+		CacheReadInputTokens:     jsonInt(u["cache_read_input_tokens"]),
+		CacheCreationInputTokens: jsonInt(u["cache_creation_input_tokens"]),
+	}
+}
+
+// terminalTurnOf reads a terminal run's relay.turn_completed: one turn, its
+// tokens summed from the transcript's assistant messages, by model
+// (model_usage, else usage under the session's model). It counts a turn
+// as a CLI result does; its cost is counted by the run's end.
+func terminalTurnOf(ev Event, obj map[string]json.RawMessage) *Result {
+	r := &Result{Key: "turn:" + runKey(ev, obj) + ":" + strconv.FormatInt(jsonInt(obj["turn"]), 10)}
+	r.Models = wireModelUsageOf(obj["model_usage"], false)
+	if len(r.Models) == 0 {
+		r.Models, r.Usage = nil, usageOf(obj["usage"])
+		return r
+	}
+	for _, m := range r.Models {
+		r.Usage = r.Usage.Add(m.Usage)
 	}
 	return r
+}
+
+// EndKeyPrefix starts the key of a cost-only result (a terminal run's
+// end), which usage rows do not count as a turn.
+const EndKeyPrefix = "end:"
+
+// terminalEndOf reads a terminal run's end: its cost by the CLI's own
+// records (model_usage's cost_usd, else total_cost_usd), nil when it has
+// none. Its tokens are its turns' and are not counted again.
+func terminalEndOf(ev Event, obj map[string]json.RawMessage) *Result {
+	r := &Result{Key: EndKeyPrefix + runKey(ev, obj), CostOnly: true}
+	r.Models = wireModelUsageOf(obj["model_usage"], true)
+	for _, m := range r.Models {
+		r.CostUSD += m.CostUSD
+	}
+	if len(r.Models) == 0 {
+		r.Models, r.CostUSD = nil, jsonFloat(obj["total_cost_usd"])
+	}
+	if r.CostUSD <= 0 {
+		return nil
+	}
+	return r
+}
+
+// runKey names a terminal run's events in result keys: its run_id, else
+// the event's place.
+func runKey(ev Event, obj map[string]json.RawMessage) string {
+	if id := jsonString(obj["run_id"]); id != "" {
+		return id
+	}
+	return "seq:" + ev.InteractionID + ":" + strconv.FormatInt(ev.Seq, 10)
+}
+
+// wireModelUsageOf reads the relay's model_usage (model name → wire.ModelUsage,
+// snake_case), sorted by model: tokens alone, or with costOnly cost_usd
+// alone; nil when it names none with figures.
+func wireModelUsageOf(raw json.RawMessage, costOnly bool) []ModelUsage {
+	var byModel map[string]json.RawMessage
+	if json.Unmarshal(raw, &byModel) != nil {
+		return nil
+	}
+	var out []ModelUsage
+	for model, entry := range byModel {
+		var m map[string]json.RawMessage
+		if model == "" || json.Unmarshal(entry, &m) != nil {
+			continue
+		}
+		mu := ModelUsage{Model: model}
+		if costOnly {
+			mu.CostUSD = max(jsonFloat(m["cost_usd"]), 0)
+		} else {
+			mu.Usage = usageOf(entry)
+		}
+		if mu.Usage == (Usage{}) && mu.CostUSD == 0 {
+			continue
+		}
+		out = append(out, mu)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
 }
 
 // modelUsageOf reads a modelUsage-shaped object (model name → figures in
@@ -460,12 +560,20 @@ func UsageDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // Rows splits the result into usage rows by model: one per entry of
 // Result.Models, or one with model "" (the session's model) when it names
-// none. Their figures sum to the result's.
+// none. Their figures sum to the result's; a cost-only result's rows hold
+// no tokens.
 func (c CountedResult) Rows() []ModelUsage {
-	if len(c.Result.Models) > 0 {
-		return c.Result.Models
+	rows := c.Result.Models
+	if len(rows) == 0 {
+		rows = []ModelUsage{{Usage: c.Result.Usage, CostUSD: c.Result.CostUSD}}
 	}
-	return []ModelUsage{{Usage: c.Result.Usage, CostUSD: c.Result.CostUSD}}
+	if c.Result.CostOnly {
+		rows = append([]ModelUsage(nil), rows...)
+		for i := range rows {
+			rows[i].Usage = Usage{}
+		}
+	}
+	return rows
 }
 
 // Derive folds a session's events into its derived state from scratch: the
@@ -519,7 +627,9 @@ func DeriveAll(events []Event) Derivation {
 			seenResults[f.Result.Key] = true
 			s.Usage = s.Usage.Add(f.Result.Usage)
 			s.CostUSD += f.Result.CostUSD
-			s.Turns++
+			if !f.Result.CostOnly {
+				s.Turns++
+			}
 			d.Results = append(d.Results, CountedResult{Key: f.Result.Key, EventID: ev.EventID, At: ev.Timestamp.UTC(), Result: f.Result})
 		}
 		d.Listing.Apply(ev, f)

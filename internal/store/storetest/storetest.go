@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Stale", testStale},
 		{"UsageRows", testUsageRows},
 		{"UsageMatchesSessions", testUsageMatchesSessions},
+		{"TerminalUsage", testTerminalUsage},
 		{"Approvals", testApprovals},
 		{"ApprovalsArrivalOrder", testApprovalsArrivalOrder},
 		{"ApprovalsFirstArrivalWins", testApprovalsFirstArrivalWins},

@@ -331,7 +331,9 @@ func countResults(ctx context.Context, tx Tx, s *State, results []ResultRow, byK
 		res := byKey[r.Key]
 		s.Usage = s.Usage.Add(res.Usage)
 		s.CostUSD += res.CostUSD
-		s.Turns++
+		if !res.CostOnly {
+			s.Turns++
+		}
 		w.Results = append(w.Results, r)
 	}
 	return nil

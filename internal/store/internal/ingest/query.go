@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/claude-relay/claude-relay/internal/store"
@@ -86,7 +87,9 @@ func ListQuery(d Dialect, opts store.ListOptions) (string, []any) {
 
 // UsageQuery is Usage's statement: the usage rows of counted results,
 // grouped by (day, model, project) in SQL. A row without a model takes its
-// session's; the project is the session's, as it is now.
+// session's; the project is the session's, as it is now. Results counts
+// turns: a cost-only result's rows (store.EndKeyPrefix) add their cost but
+// no result.
 func UsageQuery(d Dialect, uq store.UsageQuery) (string, []any) {
 	q := &query{d: d}
 	if !uq.From.IsZero() {
@@ -100,12 +103,13 @@ func UsageQuery(d Dialect, uq store.UsageQuery) (string, []any) {
 	}
 	return `SELECT day, model, project, ` + d.Int("SUM(in_tok)") + `, ` + d.Int("SUM(out_tok)") + `, ` +
 		d.Int("SUM(cr_tok)") + `, ` + d.Int("SUM(cc_tok)") + `, SUM(cost), ` +
-		d.Int("COUNT(*)") + `, ` + d.Int("COUNT(DISTINCT session_id)") + `
+		d.Int("SUM(turn)") + `, ` + d.Int("COUNT(DISTINCT session_id)") + `
 		FROM (SELECT u.day,
 			CASE WHEN u.model <> '' THEN u.model ELSE s.model END AS model,
 			s.project, u.session_id, u.input_tokens AS in_tok, u.output_tokens AS out_tok,
 			u.cache_read_input_tokens AS cr_tok, u.cache_creation_input_tokens AS cc_tok,
-			u.cost_usd AS cost
+			u.cost_usd AS cost,
+			CASE WHEN substr(u.result_key, 1, ` + strconv.Itoa(len(store.EndKeyPrefix)) + `) = '` + store.EndKeyPrefix + `' THEN 0 ELSE 1 END AS turn
 			FROM result_usage u JOIN sessions s ON s.id = u.session_id` + q.whereClause() + `) r
 		GROUP BY day, model, project
 		ORDER BY day, model ` + d.ByteOrder + `, project ` + d.ByteOrder, q.args

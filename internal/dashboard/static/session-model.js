@@ -647,7 +647,9 @@ window.CRModel = (function () {
     // (helpers before event schema 2 said "cancelled"): nothing was lost.
     const closedIdle = t && t.ended && t.status === 'completed' && status === 'cancelled';
     if (t && !closedIdle) {
-      if (!t.status || status !== 'completed') t.status = status;
+      // A turn that ended keeps its own status (an interrupted turn, then
+      // its run cancelled); one the run's end cut short takes the run's.
+      if (!t.ended && (!t.status || status !== 'completed')) t.status = status;
       if (status === 'completed' && code !== null && code !== 0) t.status = 'failed';
       if (t.durationMs === null && num(r.duration_ms) !== null) t.durationMs = r.duration_ms;
       if (t.cost === null && num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
@@ -664,15 +666,16 @@ window.CRModel = (function () {
         this.view.changed(a);
       }
     }
-    if (status === 'failed' || (t && code !== null && code !== 0)) {
+    if (closedIdle) {
+      this.notice(ev, 'run closed', 'The run was closed between turns.', 'minor', d);
+    } else if (status === 'cancelled') {
+      // A cancel exits 130 by design: that is not a failure.
+      if (t) this.notice(ev, 'run cancelled', str(d.reason) || 'The run was cancelled.', 'warn', d);
+    } else if (status === 'failed' || (t && code !== null && code !== 0)) {
       let text = str(d.reason) || pickText(d) || 'The run failed.';
       if (code !== null) text += ' (exit ' + code + ')';
       if (str(r.stderr) && text.indexOf(r.stderr) < 0) text += '\n' + r.stderr;
       this.notice(ev, 'run failed', text, 'error', d);
-    } else if (closedIdle) {
-      this.notice(ev, 'run closed', 'The run was closed between turns.', 'minor', d);
-    } else if (status === 'cancelled' && t) {
-      this.notice(ev, 'run cancelled', str(d.reason) || 'The run was cancelled.', 'warn', d);
     }
   };
 

@@ -36,6 +36,9 @@ type Facts struct {
 	Candidate string  // conversation-ID candidate, "" when the event has none
 	Lifecycle string  // the status a relay lifecycle event sets, "" otherwise
 	Result    *Result // non-nil for an event counted in usage (see FactsOf)
+	// TurnDone: a relay.turn_completed whose turn completed. A run
+	// cancelled after it, in the same interaction, was closed while idle.
+	TurnDone bool
 
 	// What the session list shows (listing.go).
 	Prompt string // a prompt the user gave, as sent, or a description of its blocks ("" when none)
@@ -117,6 +120,7 @@ func FactsOf(ev Event) Facts {
 	}
 	typ := jsonString(obj["type"])
 	f.Candidate = conversationCandidate(obj, typ)
+	f.TurnDone = ev.EventType == wire.TypeTurnCompleted && jsonString(obj["status"]) == StatusCompleted
 	terminal := jsonString(obj["mode"]) == wire.ModeTerminal
 	switch {
 	case ev.EventType == EventResult && typ == "result":
@@ -400,6 +404,9 @@ type Interaction struct {
 	// StartedSeq and StartedAt are of the lowest-seq relay.run_started.
 	StartedSeq int64
 	StartedAt  time.Time
+	// TurnDoneSeq is the highest seq of a relay.turn_completed whose turn
+	// completed (Facts.TurnDone); 0 when none.
+	TurnDoneSeq int64
 }
 
 // Apply folds one event and its facts into the interaction.
@@ -409,6 +416,9 @@ func (in *Interaction) Apply(ev Event, f Facts) {
 		in.FirstEventAt = ts
 	}
 	in.EventCount++
+	if f.TurnDone && ev.Seq > in.TurnDoneSeq {
+		in.TurnDoneSeq = ev.Seq
+	}
 	if f.Candidate != "" {
 		if in.ConversationID == "" || ts.Before(in.ConversationAt) {
 			in.ConversationAt = ts
@@ -435,9 +445,19 @@ func (in *Interaction) Apply(ev Event, f Facts) {
 // Outcome is the interaction's status ("unknown" without lifecycle events),
 // when it started (its relay.run_started) and when it ended (the deciding
 // lifecycle event, when that is terminal).
+//
+// A run cancelled after its turn completed, in that turn's interaction, was
+// closed while idle: nothing was lost, so it completed. Helpers before
+// event schema 2 posted relay.run_cancelled when an ACP client or editor
+// closed an idle live run; this reads their record as today's helpers
+// write it (relay.run_completed).
 func (in Interaction) Outcome() (status string, startedAt, endedAt *time.Time) {
 	if in.Status == "" {
 		return StatusUnknown, nil, nil
+	}
+	status = in.Status
+	if status == StatusCancelled && in.TurnDoneSeq > 0 && in.TurnDoneSeq < in.LifecycleSeq {
+		status = StatusCompleted
 	}
 	if !in.StartedAt.IsZero() {
 		t := in.StartedAt
@@ -447,7 +467,7 @@ func (in Interaction) Outcome() (status string, startedAt, endedAt *time.Time) {
 		t := in.LifecycleAt
 		endedAt = &t
 	}
-	return in.Status, startedAt, endedAt
+	return status, startedAt, endedAt
 }
 
 // MoreRecent orders interactions: a is more recent than b when its time is

@@ -44,3 +44,9 @@ func (s txSource) Events(ctx context.Context, sessionID string) ([]store.Event, 
 func backfillTitles(ctx context.Context, tx pgx.Tx) error {
 	return ingest.BackfillTitles(ctx, &writeTx{tx: tx}, txSource{tx})
 }
+
+// backfillStatuses is migration 5's: ingest.BackfillStatuses in the
+// migration's transaction.
+func backfillStatuses(ctx context.Context, tx pgx.Tx) error {
+	return ingest.BackfillStatuses(ctx, &writeTx{tx: tx}, txSource{tx})
+}

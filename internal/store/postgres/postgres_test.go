@@ -105,8 +105,8 @@ func TestBackfill(t *testing.T) {
 		t.Fatalf("create a v1 database: %v", err)
 	}
 	s := open(t, url)
-	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4}) {
-		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4]", v, err)
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
 	}
 	storetest.CheckBackfill(t, s, events)
 }
@@ -189,8 +189,8 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 	}
 	s := open(t, url)
-	if v, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(v, []int{1, 2, 3, 4}) {
-		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4]", v, err)
+	if v, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
 	}
 }
 

@@ -130,13 +130,13 @@ const (
 		input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens, cost_usd)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 	upsertInteraction = `INSERT INTO interactions (session_id, ` + ingest.InteractionColumns + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 		ON CONFLICT (session_id, interaction_id) DO UPDATE SET
 			event_count = EXCLUDED.event_count, first_event_at = EXCLUDED.first_event_at,
 			conv_id = EXCLUDED.conv_id, conv_seq = EXCLUDED.conv_seq, conv_at = EXCLUDED.conv_at,
 			lifecycle_seq = EXCLUDED.lifecycle_seq, status = EXCLUDED.status,
 			lifecycle_at = EXCLUDED.lifecycle_at, started_seq = EXCLUDED.started_seq,
-			started_at = EXCLUDED.started_at`
+			started_at = EXCLUDED.started_at, turn_done_seq = EXCLUDED.turn_done_seq`
 	upsertSearch = `INSERT INTO session_search (session_id, text) VALUES ($1, $2)
 		ON CONFLICT (session_id) DO UPDATE SET text = EXCLUDED.text`
 	upsertApproval = `INSERT INTO approvals (` + ingest.ApprovalColumns + `)

@@ -64,3 +64,14 @@ func backfillTitles(ctx context.Context, tx *sql.Tx) (err error) {
 	}
 	return ingest.BackfillTitles(ctx, &writeTx{tx: tx, st: st, owned: true}, txSource{tx})
 }
+
+// backfillStatuses is migration 5's: ingest.BackfillStatuses through the
+// writer's statements, prepared on the migration's transaction.
+func backfillStatuses(ctx context.Context, tx *sql.Tx) (err error) {
+	st := &statements{}
+	defer func() { err = errors.Join(err, st.close()) }()
+	if err := st.prepareWriter(ctx, tx); err != nil {
+		return err
+	}
+	return ingest.BackfillStatuses(ctx, &writeTx{tx: tx, st: st, owned: true}, txSource{tx})
+}

@@ -25,8 +25,8 @@ func TestEventIDMigration(t *testing.T) {
 		t.Fatalf("Open a v2 database: %v", err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4}) {
-		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4]", v, err)
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
 	}
 	storetest.CheckEventIDMigration(t, s, events)
 }

@@ -193,6 +193,10 @@ ALTER TABLE events_v3 RENAME TO events;
 	// title's rank kept in list_keys): no schema change; the backfill
 	// (backfills[4]) derives every session's list fields again.
 	`SELECT 1`,
+	// 5: a run cancelled after its turn completed was closed while idle
+	// (issue 23): interactions keep the seq of their completed turn, and
+	// the backfill (backfills[5]) derives every session's status again.
+	`ALTER TABLE interactions ADD COLUMN turn_done_seq INTEGER NOT NULL DEFAULT 0`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold
@@ -202,6 +206,7 @@ ALTER TABLE events_v3 RENAME TO events;
 var backfills = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	2: backfill,
 	4: backfillTitles,
+	5: backfillStatuses,
 }
 
 // migrate brings the schema up to date. The transaction begins IMMEDIATE

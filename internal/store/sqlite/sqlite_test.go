@@ -64,8 +64,8 @@ func TestBackfill(t *testing.T) {
 		t.Fatalf("Open a v1 database: %v", err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4}) {
-		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4]", v, err)
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
 	}
 	storetest.CheckBackfill(t, s, events)
 }
@@ -114,8 +114,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	if n, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(n, []int{1, 2, 3, 4}) {
-		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4]", n, err)
+	if n, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(n, []int{1, 2, 3, 4, 5}) {
+		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5]", n, err)
 	}
 	// The file header's read and write versions (bytes 18 and 19) are 2 in
 	// WAL mode: every concurrent opener saw the same mode.

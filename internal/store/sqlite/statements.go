@@ -76,13 +76,13 @@ func (st *statements) prepareWriter(ctx context.Context, w preparer) error {
 		input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens, cost_usd)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	p(&st.upsertInteraction, `INSERT INTO interactions (session_id, `+ingest.InteractionColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (session_id, interaction_id) DO UPDATE SET
 			event_count = excluded.event_count, first_event_at = excluded.first_event_at,
 			conv_id = excluded.conv_id, conv_seq = excluded.conv_seq, conv_at = excluded.conv_at,
 			lifecycle_seq = excluded.lifecycle_seq, status = excluded.status,
 			lifecycle_at = excluded.lifecycle_at, started_seq = excluded.started_seq,
-			started_at = excluded.started_at`)
+			started_at = excluded.started_at, turn_done_seq = excluded.turn_done_seq`)
 	// Ordered as store.MoreRecent orders (BINARY collation is byte order, as
 	// Go compares strings).
 	p(&st.topConversation, `SELECT conv_id FROM interactions WHERE session_id = ? AND conv_id <> ''

@@ -27,8 +27,31 @@ func TestTitleBackfill(t *testing.T) {
 		t.Fatalf("Open a v3 database: %v", err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4}) {
-		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4]", v, err)
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
 	}
 	storetest.CheckTitleBackfill(t, s, events)
+}
+
+// TestStatusBackfill opens a database that a release before migration 5
+// filled (an ACP session closed while idle listed as cancelled): the
+// migration derives every session's status again.
+func TestStatusBackfill(t *testing.T) {
+	ctx := context.Background()
+	events := storetest.StatusFixture()
+	ph := func(int) string { return "?" }
+	old := append(storetest.V1Inserts(events, ph), storetest.OldStatusUpdates(events, ph)...)
+	path := filepath.Join(t.TempDir(), "v4.db")
+	if err := sqlite.CreateOld(ctx, path, 4, old); err != nil {
+		t.Fatalf("create a v4 database: %v", err)
+	}
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open a v4 database: %v", err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
+	}
+	storetest.CheckStatusBackfill(t, s, events)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/internal/ingest"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Statement is one SQL statement with its arguments.
@@ -101,8 +102,9 @@ func V1Inserts(events []store.Event, ph func(n int) string) []Statement {
 		}
 		for _, in := range ins {
 			row := ingest.InteractionRow{SessionID: sid, Interaction: *in}
-			rest = append(rest, Statement{`INSERT INTO interactions (session_id, ` + ingest.InteractionColumns + `) VALUES (` + list(12) + `)`,
-				ingest.InteractionArgs(&row)})
+			// The columns before migration 5 (no turn_done_seq).
+			rest = append(rest, Statement{`INSERT INTO interactions (session_id, ` + v1InteractionColumns + `) VALUES (` + list(12) + `)`,
+				ingest.InteractionArgs(&row)[:12]})
 		}
 		refs := d.ConversationIDs
 		if refs == nil {
@@ -214,4 +216,93 @@ func truncate(s string, n int) string {
 		return string(r[:n])
 	}
 	return s
+}
+
+// v1InteractionColumns are ingest.InteractionColumns before migration 5.
+const v1InteractionColumns = `interaction_id, event_count, first_event_at, conv_id, conv_seq,
+	conv_at, lifecycle_seq, status, lifecycle_at, started_seq, started_at`
+
+// StatusFixture is sessions a release before migration 5 stored: an ACP
+// session its client closed while idle, which that release's helper ended
+// relay.run_cancelled after the turn completed (and the store listed as
+// cancelled); a live run closed during its second turn; a one-shot run
+// cancelled.
+func StatusFixture() []store.Event {
+	const s = time.Second
+	result := `{"type":"result","subtype":"success","is_error":false,"session_id":"c1","total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":5}}`
+	return []store.Event{
+		ev("sf-acp-idle", "i0", 1, store.EventRunStarted, 0, `{"v":2,"run_id":"r","mode":"acp","idle":true,"cwd":"/zed"}`),
+		ev("sf-acp-idle", "i1", 1, wire.TypeMessageSent, s, `{"v":2,"run_id":"r","prompt":"explain the parser"}`),
+		ev("sf-acp-idle", "i1", 2, store.EventResult, 2*s, result),
+		ev("sf-acp-idle", "i1", 3, wire.TypeTurnCompleted, 3*s, `{"v":1,"run_id":"r","turn":1,"status":"completed","result":{"exitCode":0}}`),
+		ev("sf-acp-idle", "i1", 4, store.EventRunCancelled, 9*s, `{"v":1,"run_id":"r","mode":"acp","status":"cancelled","result":{"stderr":"Cancelled","exitCode":130}}`),
+		ev("sf-live-mid", "i1", 1, store.EventRunStarted, 0, `{"v":2,"run_id":"r","prompt":"first","cwd":"/w"}`),
+		ev("sf-live-mid", "i1", 2, wire.TypeTurnCompleted, s, `{"v":1,"run_id":"r","turn":1,"status":"completed","result":{"exitCode":0}}`),
+		ev("sf-live-mid", "i2", 1, wire.TypeMessageSent, 2*s, `{"v":2,"run_id":"r","prompt":"second"}`),
+		ev("sf-live-mid", "i2", 2, store.EventRunCancelled, 3*s, `{"v":1,"run_id":"r","status":"cancelled","result":{"stderr":"Cancelled","exitCode":130}}`),
+		ev("sf-oneshot", "i1", 1, store.EventRunStarted, 0, `{"v":2,"run_id":"r","prompt":"go","cwd":"/w"}`),
+		ev("sf-oneshot", "i1", 2, store.EventRunCancelled, s, `{"v":1,"run_id":"r","status":"cancelled","result":{"stderr":"Cancelled","exitCode":130}}`),
+	}
+}
+
+// OldStatusUpdates set each session's status as a release before
+// migration 5 derived it (the most recent interaction's latest lifecycle
+// event alone), on the sessions V1Inserts made.
+func OldStatusUpdates(events []store.Event, ph func(n int) string) []Statement {
+	bySession := map[string][]store.Event{}
+	var ids []string
+	for _, e := range events {
+		if bySession[e.SessionID] == nil {
+			ids = append(ids, e.SessionID)
+		}
+		bySession[e.SessionID] = append(bySession[e.SessionID], e)
+	}
+	var out []Statement
+	for _, sid := range ids {
+		byID := map[string]*store.Interaction{}
+		var ins []store.Interaction
+		var order []string
+		for _, e := range bySession[sid] {
+			in := byID[e.InteractionID]
+			if in == nil {
+				in = &store.Interaction{ID: e.InteractionID}
+				byID[e.InteractionID] = in
+				order = append(order, e.InteractionID)
+			}
+			in.Apply(e, store.FactsOf(e))
+		}
+		for _, id := range order {
+			ins = append(ins, *byID[id])
+		}
+		recent, _ := store.MostRecent(ins)
+		out = append(out, Statement{fmt.Sprintf(`UPDATE sessions SET status = %s WHERE id = %s`, ph(1), ph(2)),
+			[]any{recent.Status, sid}})
+	}
+	return out
+}
+
+// CheckStatusBackfill checks a Store opened on a database that V1Inserts
+// and OldStatusUpdates filled before migration 5: the ACP session closed
+// while idle is completed now, the runs cancelled mid-turn stay cancelled,
+// and each session's status is what this release derives from its events.
+func CheckStatusBackfill(t *testing.T, s store.Store, events []store.Event) {
+	t.Helper()
+	want := map[string]string{"sf-acp-idle": store.StatusCompleted, "sf-live-mid": store.StatusCancelled, "sf-oneshot": store.StatusCancelled}
+	bySession := map[string][]store.Event{}
+	for _, e := range events {
+		bySession[e.SessionID] = append(bySession[e.SessionID], e)
+	}
+	for sid, evs := range bySession {
+		got := mustSession(t, s, sid)
+		if d := store.Derive(evs); got.Status != d.Status || got.Status != want[sid] {
+			t.Errorf("%s: status %q after the migration; derived %q, want %q", sid, got.Status, d.Status, want[sid])
+		}
+	}
+	// The rule holds for events that arrive after the migration too.
+	mustAppend(t, s, ev("sf-live-mid", "i3", 1, wire.TypeMessageSent, 10*time.Second, `{"v":2,"run_id":"r","prompt":"third"}`),
+		ev("sf-live-mid", "i3", 2, wire.TypeTurnCompleted, 11*time.Second, `{"v":2,"run_id":"r","turn":3,"status":"completed","result":{"exitCode":0}}`),
+		ev("sf-live-mid", "i3", 3, store.EventRunCancelled, 12*time.Second, `{"v":1,"run_id":"r","status":"cancelled","result":{"exitCode":130}}`))
+	if got := mustSession(t, s, "sf-live-mid"); got.Status != store.StatusCompleted {
+		t.Errorf("sf-live-mid after a turn that completed and an idle close: status %q, want completed", got.Status)
+	}
 }

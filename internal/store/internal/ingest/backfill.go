@@ -108,3 +108,57 @@ func BackfillTitles(ctx context.Context, tx Tx, src Source) error {
 	}
 	return nil
 }
+
+// BackfillStatuses folds, for every stored session, its interactions again
+// from its events and derives its status by this release's rules.
+// Migration 5 runs it: a run cancelled after its turn completed was closed
+// while idle (store.Interaction.Outcome), which the interactions stored
+// before did not record.
+func BackfillStatuses(ctx context.Context, tx Tx, src Source) error {
+	ids, err := src.SessionIDs(ctx)
+	if err != nil {
+		return fmt.Errorf("backfill statuses: list sessions: %w", err)
+	}
+	for _, id := range ids {
+		if err := backfillStatus(ctx, tx, src, id); err != nil {
+			return fmt.Errorf("backfill statuses: session %q: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func backfillStatus(ctx context.Context, tx Tx, src Source, id string) error {
+	events, err := src.Events(ctx, id)
+	if err != nil {
+		return err
+	}
+	byID := map[string]*store.Interaction{}
+	var order []string
+	for _, ev := range events {
+		in := byID[ev.InteractionID]
+		if in == nil {
+			in = &store.Interaction{ID: ev.InteractionID}
+			byID[ev.InteractionID] = in
+			order = append(order, ev.InteractionID)
+		}
+		in.Apply(ev, store.FactsOf(ev))
+	}
+	w := Writes{}
+	ins := make([]store.Interaction, 0, len(order))
+	for _, iid := range order {
+		ins = append(ins, *byID[iid])
+		w.Interactions = append(w.Interactions, InteractionRow{SessionID: id, Interaction: *byID[iid]})
+	}
+	states, err := tx.LockSessions(ctx, []string{id}, time.Now())
+	if err != nil {
+		return err
+	}
+	st := states[id]
+	if in, ok := store.MostRecent(ins); ok {
+		st.Status, st.StartedAt, st.EndedAt = in.Outcome()
+	}
+	if err := tx.Write(ctx, w); err != nil {
+		return err
+	}
+	return tx.UpdateSession(ctx, st)
+}

@@ -24,7 +24,7 @@ const (
 	EventColumns = `session_id, interaction_id, event_id, seq, event_type, event_data,
 	timestamp, source, cursor`
 	InteractionColumns = `interaction_id, event_count, first_event_at, conv_id, conv_seq,
-	conv_at, lifecycle_seq, status, lifecycle_at, started_seq, started_at`
+	conv_at, lifecycle_seq, status, lifecycle_at, started_seq, started_at, turn_done_seq`
 )
 
 // ScanSession reads SessionColumns.
@@ -147,7 +147,7 @@ func ScanInteraction(row Scanner) (store.Interaction, error) {
 		first, convAt, lifecycleAt, started int64
 	)
 	if err := row.Scan(&in.ID, &in.EventCount, &first, &in.ConversationID, &in.ConversationSeq,
-		&convAt, &in.LifecycleSeq, &in.Status, &lifecycleAt, &in.StartedSeq, &started); err != nil {
+		&convAt, &in.LifecycleSeq, &in.Status, &lifecycleAt, &in.StartedSeq, &started, &in.TurnDoneSeq); err != nil {
 		return store.Interaction{}, err
 	}
 	in.FirstEventAt, in.ConversationAt = Time(first), Time(convAt)
@@ -159,7 +159,7 @@ func ScanInteraction(row Scanner) (store.Interaction, error) {
 func InteractionArgs(r *InteractionRow) []any {
 	return []any{r.SessionID, r.ID, r.EventCount, Nanos(r.FirstEventAt), r.ConversationID,
 		r.ConversationSeq, Nanos(r.ConversationAt), r.LifecycleSeq, r.Status,
-		Nanos(r.LifecycleAt), r.StartedSeq, Nanos(r.StartedAt)}
+		Nanos(r.LifecycleAt), r.StartedSeq, Nanos(r.StartedAt), r.TurnDoneSeq}
 }
 
 // Approval columns: what events make (ApprovalColumns, written at ingest)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // The watchdog (CONTRACT §7) makes sure no run hangs: a turn that prints
@@ -166,6 +167,10 @@ func (r *run) onStallCheck() {
 	reason := "no output for " + timeout.String()
 	r.e.log.Warn("the Claude CLI stalled; interrupting its turn", "run_id", r.req.RunID, "stall_timeout", timeout)
 	r.obs.Event(Event{Kind: EventStalled, RunID: r.req.RunID, Time: time.Now(), Text: reason, Seconds: timeout.Seconds()})
+	// The turn ends failed, saying why in the watchdog's words rather than
+	// the CLI's "error during execution".
+	r.noteStop(true, wire.ByWatchdog, fmt.Sprintf("no output from the Claude CLI for %s, so the watchdog interrupted the turn "+
+		"(if turns may legitimately stay silent this long, raise claude.stall_timeout)", timeout), true)
 	r.w.add(writeOp{
 		write: func() error {
 			_, _, err := r.peer.send(streamjson.InterruptRequest{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+	"github.com/claude-relay/claude-relay/internal/wire"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 )
 
@@ -124,6 +125,11 @@ func TestStallOfALiveTurnLeavesTheRunAlive(t *testing.T) {
 	turns := rec.kinds(EventTurnCompleted)
 	if len(rec.kinds(EventStalled)) != 1 || len(turns) != 1 || turns[0].TurnResult.Subtype != "error_during_execution" {
 		t.Fatalf("stalled %d, turns %+v", len(rec.kinds(EventStalled)), turns)
+	}
+	// The turn failed in the watchdog's words, not the CLI's.
+	if tr := turns[0].TurnResult; tr.Status != StatusFailed || tr.StoppedBy != wire.ByWatchdog ||
+		!strings.HasPrefix(tr.Reason, "no output from the Claude CLI for 300ms, so the watchdog interrupted the turn") {
+		t.Errorf("the stalled turn %+v", tr)
 	}
 }
 

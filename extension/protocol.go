@@ -242,4 +242,7 @@ const (
 	CodeMalformedOutput = "malformed_output"
 	CodeNotLive         = "not_live"
 	CodeCLIRefused      = "cli_refused"
+	// CodeNotBackend: backend.url answers, but not as a claude-relay
+	// backend (a web server's page, a redirect, a 404): events stay spooled.
+	CodeNotBackend = "not_backend"
 )

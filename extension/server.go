@@ -356,6 +356,8 @@ func forwarderCode(c forwarder.ErrorCode) string {
 		return CodeAuth
 	case forwarder.CodeDeadLetter:
 		return CodeDeadLetter
+	case forwarder.CodeNotBackend:
+		return CodeNotBackend
 	default: // corrupt_spool, delivery and any later code: a spool problem
 		return CodeSpool
 	}

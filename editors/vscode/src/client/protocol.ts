@@ -553,7 +553,8 @@ export interface ErrorEvent {
     | "malformed_output"
     | "cli_not_found"
     | "not_live"
-    | "cli_refused";
+    | "cli_refused"
+    | "not_backend";
   message: string;
   [k: string]: unknown | undefined;
 }

@@ -19,7 +19,7 @@ export type RunArg = string | { id: string } | undefined;
 const PERMISSION_MODES = ["default", "acceptEdits", "plan", "bypassPermissions"] as const;
 
 /** Helper errors that are not about a run; each is shown once per window. */
-const NOTIFY_ONCE: ReadonlySet<string> = new Set(["backend_auth", "dead_letter", "spool_full", "spool"]);
+const NOTIFY_ONCE: ReadonlySet<string> = new Set(["backend_auth", "dead_letter", "spool_full", "spool", "not_backend"]);
 
 export class Controller implements vscode.Disposable {
   /** The handles of live runs, from prompt() (pending until run_started). */

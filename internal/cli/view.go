@@ -172,6 +172,12 @@ func (v *view) turnEnd(ev extension.Event) {
 	v.spinning = false
 	v.clear()
 	v.answer(ev.Result.Stdout)
+	switch ev.Status {
+	case wire.StatusInterrupted:
+		fmt.Fprintf(v.a.Stdout, "turn interrupted: %s\n", firstNonBlank(ev.Reason, "stopped"))
+	case wire.StatusFailed:
+		fmt.Fprintf(v.a.Stdout, "turn failed: %s\n", firstLine(firstNonBlank(ev.Reason, ev.Result.Stderr)))
+	}
 	fmt.Fprintln(v.a.Stdout, figures(ev))
 }
 

@@ -306,8 +306,10 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	}
 	// The first signal cancels the run, which then drains and exits with
 	// 128+signal; a second one exits at once. With -i, each turn's end asks
-	// for the next message.
+	// for the next message, and Ctrl-C during a turn stops that turn alone
+	// (as in the Claude CLI): the run asks for the next message.
 	var first os.Signal
+	turnRunning, stopping := true, false
 	code := exitFailure
 	var lines *lineReader
 	if o.interactive {
@@ -320,6 +322,7 @@ wait:
 		case code = <-v.done:
 			break wait
 		case <-v.turns:
+			turnRunning, stopping = false, false
 			lines.ask("> ")
 		case line := <-lines.C():
 			if strings.TrimSpace(line.text) == "" || line.err != nil {
@@ -330,8 +333,16 @@ wait:
 				v.line("! " + err.Error())
 				continue
 			}
+			turnRunning = true
 			v.setStatus("thinking")
 		case sig := <-signals:
+			if o.interactive && sig == os.Interrupt && turnRunning && !stopping && first == nil {
+				stopping = true
+				if err := core.Interrupt("", run.ID(), wire.ByTTY); err == nil {
+					v.line("stopping the turn (Ctrl-C again ends the run)")
+					continue
+				}
+			}
 			if first != nil {
 				h.exec.KillLive() // no time for a graceful stop, but no leftovers either
 				return &ExitError{Code: signalStatus(first)}

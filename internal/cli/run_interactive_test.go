@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 	"github.com/claude-relay/claude-relay/internal/testkit/tmux"
 )
@@ -145,5 +148,64 @@ func TestRunInteractivePartial(t *testing.T) {
 	scr := strings.ReplaceAll(s.Screen(), "\n", "")
 	if n := strings.Count(scr, answer); n != 1 {
 		s.Fail("the answer shows %d times, want once", n)
+	}
+}
+
+// Ctrl-C during a `run -i` turn stops that turn alone, as in the Claude
+// CLI: the turn is recorded interrupted (stopped at the terminal), the run
+// asks for the next message, and an empty line ends it completed.
+func TestRunInteractiveCtrlCStopsTheTurn(t *testing.T) {
+	t.Parallel()
+	cli := realcli.RealCLI(t)
+	tmux.Require(t)
+	// A long Bash command: the turn is still running when Ctrl-C comes.
+	api := mockapi.New(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": "echo start && sleep 3176", "description": "Wait a long time"}),
+		mockapi.TextTurn("the answer after the stop"),
+	})
+	cwd := trustedDir(t, cli)
+	session := "sess-run-i-ctrl-c"
+	s, exitFile := ttyRun(t, cli, api, cwd, "-i", "--session="+session, "--max-turns=4", "wait a while")
+	if !poll.Within(extTimeout, func() bool {
+		out, _ := exec.Command("pgrep", "-f", "sleep 3176").Output()
+		return len(strings.TrimSpace(string(out))) > 0
+	}) {
+		s.Fail("the Bash tool never ran")
+	}
+	s.Keys("C-c")
+	if !s.WaitFor(extTimeout, func(scr string) bool {
+		return strings.Contains(scr, "turn interrupted: stopped at the terminal") && prompts(scr) == 1
+	}) {
+		s.Fail("Ctrl-C did not stop the turn and ask for the next message")
+	}
+	s.Keys("-l", "go on")
+	s.Keys("Enter")
+	if !s.WaitFor(extTimeout, func(scr string) bool { return strings.Contains(scr, "the answer after the stop") && prompts(scr) == 2 }) {
+		s.Fail("no answer to the message after the stop")
+	}
+	s.Keys("Enter")
+	if code := waitExit(s, exitFile); code != "exit=0" {
+		s.Fail("the run ended with %s", code)
+	}
+
+	url := startServe(t, []string{"HOME=" + cli.Home, "PATH=" + os.Getenv("PATH")}, cli.Home, "")
+	be := dataDirBackend(t, cli.Home, url)
+	evs := be.waitForEnd(t, session)
+	var statuses []string
+	for _, e := range evs {
+		if e.EventType == "relay.turn_completed" {
+			var d struct {
+				Status, By, Reason string
+			}
+			_ = json.Unmarshal(e.EventData, &d)
+			statuses = append(statuses, d.Status+"/"+d.By+"/"+d.Reason)
+		}
+	}
+	if want := []string{"interrupted/tty/stopped at the terminal", "completed//"}; !slices.Equal(statuses, want) {
+		t.Errorf("turns at the backend %q, want %q", statuses, want)
+	}
+	var sess store.Session
+	if be.get(t, "/api/sessions/"+session, &sess); sess.Status != store.StatusCompleted {
+		t.Errorf("session status %q, want completed", sess.Status)
 	}
 }

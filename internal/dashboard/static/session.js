@@ -495,13 +495,14 @@
     $('resume-cmd').textContent = conv ? resumeCommand(conv, M.str(session.project) || info.cwd) : '';
   }
 
-  // headerDuration is the session's duration as its turns tell it too: an
-  // ended session never reads shorter than the sum of its turns (the CLI's
-  // duration_ms may exceed the span of the events that frame it).
+  // headerDuration is the session's duration as its turns tell it too: a
+  // session, ended or running, never reads shorter than the sum of its
+  // turns (the CLI's duration_ms may exceed the span of the events that
+  // frame it, as when a resumed run started a moment ago).
   function headerDuration(session, info) {
     const start = Date.parse(session.started_at || session.created_at);
-    const end = Date.parse(session.ended_at || '');
-    if (session.status === 'running' || isNaN(start) || isNaN(end) || info.turnMs <= end - start) {
+    const end = session.status === 'running' ? Date.now() : Date.parse(session.ended_at || '');
+    if (isNaN(start) || isNaN(end) || info.turnMs <= end - start) {
       return C.sessionDuration(session);
     }
     return C.fmtDuration(info.turnMs);

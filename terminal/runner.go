@@ -397,13 +397,10 @@ func (r *runner) startTail(path string) {
 // transcript of a resumed conversation) what the copy repeats, which this
 // run must not count again.
 func (r *runner) loadHistory(path string) {
-	src, limit, fork := path, r.before[filepath.Clean(path)], false
-	if limit == 0 && r.o.Resume != "" && !r.o.Continue {
-		for p, size := range r.before {
-			if filepath.Base(p) == filepath.Base(r.o.Resume)+".jsonl" && size > limit {
-				src, limit, fork = p, size, true
-			}
-		}
+	src, limit := path, r.before[filepath.Clean(path)]
+	fork := limit == 0 && r.o.Fork
+	if fork {
+		src, limit = r.forkSource(path)
 	}
 	if limit == 0 {
 		return
@@ -412,6 +409,26 @@ func (r *runner) loadHistory(path string) {
 	r.mu.Lock()
 	r.baseline, r.usage.copied = last, copied
 	r.mu.Unlock()
+}
+
+// forkSource is the transcript a fork at path copies, and its size before
+// the run: the resumed conversation's, or with --continue the newest in
+// path's project directory (the conversation the CLI continues).
+func (r *runner) forkSource(path string) (src string, size int64) {
+	var newest time.Time
+	for p, n := range r.before {
+		switch {
+		case r.o.Resume != "":
+			if filepath.Base(p) == filepath.Base(r.o.Resume)+".jsonl" {
+				return p, n
+			}
+		case filepath.Dir(p) == filepath.Dir(filepath.Clean(path)):
+			if fi, err := os.Stat(p); err == nil && fi.ModTime().After(newest) {
+				src, size, newest = p, n, fi.ModTime()
+			}
+		}
+	}
+	return src, size
 }
 
 // stopTail stops the tailer and waits for it. It runs after the CLI has

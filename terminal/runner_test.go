@@ -47,6 +47,12 @@ func helperMain(role string, args []string) int {
 		return hookPost(args[1])
 	}
 	switch role {
+	case "fakeusage": // usage_runner_test.go
+		if err := fakeUsageCLI(args); err != nil {
+			fmt.Fprintln(os.Stderr, "fake CLI:", err)
+			return 97
+		}
+		return 0
 	case "fakecli":
 		if err := fakeCLI(args); err != nil {
 			fmt.Fprintln(os.Stderr, "fake CLI:", err)

@@ -7,7 +7,7 @@ import (
 
 // HookEvents are the hook events we listen to.
 var HookEvents = []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-	"Notification", "Stop", "SubagentStop", "PreCompact", "SessionEnd"}
+	"Notification", "Stop", "StopFailure", "SubagentStop", "PreCompact", "SessionEnd"}
 
 // httpHookEvents were seen to honour HTTP hooks in CLI 2.1.330; the others
 // get a command hook that posts to the same server.

@@ -11,7 +11,7 @@ import (
 
 // The interactive CLI writes no result line, so a visible run counts its
 // turns and tokens from the transcript (usageTracker) and its cost from the
-// CLI's own records (cost.go, usage_cost.go). What CLI 2.1.330 writes, as
+// CLI's own records (usage_cost.go). What CLI 2.1.330 writes, as
 // seen against the scripted API:
 //
 //   - one "user" line per prompt with a "promptId" (hooks carry it as
@@ -31,8 +31,9 @@ import (
 //     "isApiErrorMessage" and the StopFailure hook; no Stop hook;
 //   - at exit, "cost-state": the conversation's running totals.
 //   - `--resume X --fork-session` starts a new file holding a copy of X's
-//     lines: its assistant lines keep X's requestId and message id and say
-//     "requestSessionId": X, its prompts keep their promptId.
+//     lines, written with the fork's first prompt: the copies keep their
+//     uuid (and assistant lines say "requestSessionId": X), but every copied
+//     user line carries the fork's first promptId.
 //
 // Every line a turn ends on is written after the turn's last assistant line,
 // so a turn is posted when the tailer reads that line: the Stop hook, which
@@ -77,29 +78,21 @@ type turnEnd struct {
 // usageTracker folds a visible run's transcript lines and hook inputs into
 // turns. It is not safe for concurrent use; the runner holds its lock.
 type usageTracker struct {
-	turns   int        // turns ended
-	cur     *openTurn  // nil between turns
-	conv    string     // the sessionId of the latest line that had one
-	counted set        // message keys counted in ended turns
-	ended   set        // prompt IDs whose turn ended
-	copied  copiedFrom // what a fork's new transcript repeats of the conversation it copied
-	stopped set        // prompt IDs whose Stop hook arrived
+	turns   int       // turns ended
+	cur     *openTurn // nil between turns
+	conv    string    // the sessionId of the latest line that had one
+	counted set       // message keys counted in ended turns
+	ended   set       // prompt IDs whose turn ended
+	copied  set       // uuids of the lines a fork's new transcript copies
+	stopped set       // prompt IDs whose Stop hook arrived
 	failed  map[string]string
 	total   wire.Usage
 	models  map[string]wire.Usage
 	cost    *costRecord // the latest cost-state line
 }
 
-// copiedFrom is the conversation a forked run copied into its transcript:
-// its prompt IDs and message keys, which the fork's lines repeat.
-type copiedFrom struct {
-	prompts set
-	keys    set
-}
-
 type openTurn struct {
 	promptID string
-	copied   bool // a prompt of the copied conversation: nothing counts
 	active   bool // an assistant line was seen
 	msgs     map[string]message
 	order    []string
@@ -130,12 +123,12 @@ func (s set) has(k string) bool { _, ok := s[k]; return ok }
 // interrupted.
 const interruptMarker = "[Request interrupted by user"
 
-// line folds one transcript line. It returns the turn this line ended, and
-// the turn that ended before it because it starts a new one (posted before
-// the line goes out).
+// line folds one transcript line. before is the turn that ended because
+// this line starts a new one (posted before the line goes out), after the
+// turn this line ends.
 func (t *usageTracker) line(b []byte) (before, after *turnEnd) {
 	var l transcriptLine
-	if json.Unmarshal(b, &l) != nil {
+	if json.Unmarshal(b, &l) != nil || (l.UUID != "" && t.copied.has(l.UUID)) {
 		return nil, nil
 	}
 	if l.SessionID != "" && l.Type != "cost-state" {
@@ -148,7 +141,7 @@ func (t *usageTracker) line(b []byte) (before, after *turnEnd) {
 		}
 		if l.PromptID != "" && !t.ended.has(l.PromptID) && (t.cur == nil || t.cur.promptID != l.PromptID) {
 			before = t.fallbackEnd("the next prompt began before the CLI recorded the end of this turn")
-			t.cur = &openTurn{promptID: l.PromptID, copied: t.copied.prompts.has(l.PromptID)}
+			t.cur = &openTurn{promptID: l.PromptID}
 		}
 	case "assistant":
 		return nil, t.assistant(l)
@@ -190,14 +183,11 @@ func (t *usageTracker) assistant(l transcriptLine) *turnEnd {
 		return nil // copied from the conversation a fork started from
 	}
 	key := messageKey(m.ID, l.RequestID, l.UUID)
-	if t.counted.has(key) || t.copied.keys.has(key) {
+	if t.counted.has(key) {
 		return nil
 	}
 	if t.cur == nil {
 		t.cur = &openTurn{} // work with no prompt line of its own
-	}
-	if t.cur.copied {
-		return nil
 	}
 	if t.cur.msgs == nil {
 		t.cur.msgs = map[string]message{}
@@ -259,12 +249,9 @@ func (t *usageTracker) markEnd(promptID string, status wire.Status, said string)
 		return nil
 	}
 	e := t.end()
-	if e == nil {
-		return nil
-	}
 	e.Status, e.Stderr = status, said
 	if status == wire.StatusInterrupted {
-		e.By, e.Reason = wire.ByTTY, "interrupted in the terminal (Esc or Ctrl-C)"
+		e.By, e.Reason = wire.ByTTY, "interrupted in the terminal"
 	}
 	if status == wire.StatusFailed {
 		e.Reason = said
@@ -287,9 +274,6 @@ func (t *usageTracker) fallbackEnd(otherwise string) *turnEnd {
 		return nil
 	}
 	e := t.end()
-	if e == nil {
-		return nil
-	}
 	switch {
 	case isFailed:
 		e.Status, e.Reason, e.Stderr = wire.StatusFailed, failed, failed
@@ -312,16 +296,12 @@ func (t *usageTracker) finish(cancelled bool) *turnEnd {
 	return e
 }
 
-// end closes the open turn and sums its messages; nil for a turn of a
-// copied conversation.
+// end closes the open turn and sums its messages.
 func (t *usageTracker) end() *turnEnd {
 	c := t.cur
 	t.cur = nil
 	if c.promptID != "" {
 		t.ended.add(c.promptID)
-	}
-	if c.copied {
-		return nil
 	}
 	t.turns++
 	e := &turnEnd{Turn: t.turns, ConversationID: t.conv, Models: map[string]wire.Usage{}}
@@ -356,10 +336,7 @@ func interruption(l transcriptLine) (string, bool) {
 		return "", false
 	}
 	text := messageText(m.Content)
-	if strings.HasPrefix(text, interruptMarker) {
-		return text, true
-	}
-	return "", false
+	return text, l.Interrupted != "" || strings.HasPrefix(text, interruptMarker)
 }
 
 // messageText is a message content's text: the string, or its text blocks

@@ -144,12 +144,12 @@ func configCosts(path string) map[string]costRecord {
 
 // readHistory reads the first limit bytes of a transcript: what it held
 // before this run. It returns the last cost-state there (where a resume's
-// totals start) and, with copies, the prompt IDs and message keys, which a
-// fork's new transcript repeats.
-func readHistory(path string, limit int64, copies bool) (last *costRecord, c copiedFrom) {
+// totals start) and, with copies, the uuids of its lines, which a fork's
+// new transcript repeats.
+func readHistory(path string, limit int64, copies bool) (last *costRecord, uuids set) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, c
+		return nil, nil
 	}
 	defer f.Close()
 	eachLine(io.LimitReader(f, limit), 16<<20, func(line []byte) {
@@ -157,26 +157,14 @@ func readHistory(path string, limit int64, copies bool) (last *costRecord, c cop
 			last = &rec
 			return
 		}
-		if !copies {
-			return
+		var l struct {
+			UUID string `json:"uuid"`
 		}
-		var l transcriptLine
-		if json.Unmarshal(line, &l) != nil {
-			return
-		}
-		switch l.Type {
-		case "user":
-			if l.PromptID != "" {
-				c.prompts.add(l.PromptID)
-			}
-		case "assistant":
-			var m transcriptMessage
-			if json.Unmarshal(l.Message, &m) == nil {
-				c.keys.add(messageKey(m.ID, l.RequestID, l.UUID))
-			}
+		if copies && json.Unmarshal(line, &l) == nil && l.UUID != "" {
+			uuids.add(l.UUID)
 		}
 	})
-	return last, c
+	return last, uuids
 }
 
 // eachLine calls fn with every line of r (without the newline) up to

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/claude-relay/claude-relay/internal/wire"
@@ -58,12 +59,14 @@ func assistantLine(uuid, msgID, reqID, model string, u wire.Usage, extra ...stri
 	return tline(f)
 }
 
+var summaries atomic.Int64 // stop summaries' uuids
+
 func stopSummary(hookErrors ...string) string {
 	errs := []any{}
 	for _, e := range hookErrors {
 		errs = append(errs, e)
 	}
-	return tline(map[string]any{"type": "system", "subtype": "stop_hook_summary", "uuid": "sum", "hookCount": 1,
+	return tline(map[string]any{"type": "system", "subtype": "stop_hook_summary", "uuid": fmt.Sprint("sum-", summaries.Add(1)), "hookCount": 1,
 		"hookErrors": errs, "preventedContinuation": false})
 }
 
@@ -186,7 +189,7 @@ func TestUsageTurnEnds(t *testing.T) {
 			assistantLine("a2", "msg_2", "req_2", opus, u2),
 			stopSummary(),
 		}, []turnEnd{
-			{Turn: 1, Status: wire.StatusInterrupted, By: wire.ByTTY, Reason: "interrupted in the terminal (Esc or Ctrl-C)",
+			{Turn: 1, Status: wire.StatusInterrupted, By: wire.ByTTY, Reason: "interrupted in the terminal",
 				Stderr: "[Request interrupted by user]", Usage: wire.Usage{InputTokens: 100, OutputTokens: 1}},
 			{Turn: 2, Status: wire.StatusCompleted, Usage: u2},
 		}},
@@ -195,11 +198,11 @@ func TestUsageTurnEnds(t *testing.T) {
 			assistantLine("a1", "msg_1", "req_1", opus, u3),
 			toolResultLine("p1"),
 			interruptLine("p1", "[Request interrupted by user for tool use]"),
-		}, []turnEnd{{Turn: 1, Status: wire.StatusInterrupted, By: wire.ByTTY, Reason: "interrupted in the terminal (Esc or Ctrl-C)",
+		}, []turnEnd{{Turn: 1, Status: wire.StatusInterrupted, By: wire.ByTTY, Reason: "interrupted in the terminal",
 			Stderr: "[Request interrupted by user for tool use]", Usage: u3}}},
 		{"interrupted before any answer", false, []string{
 			promptLine("p1", "x"), interruptLine("p1", "[Request interrupted by user]"),
-		}, []turnEnd{{Turn: 1, Status: wire.StatusInterrupted, By: wire.ByTTY, Reason: "interrupted in the terminal (Esc or Ctrl-C)",
+		}, []turnEnd{{Turn: 1, Status: wire.StatusInterrupted, By: wire.ByTTY, Reason: "interrupted in the terminal",
 			Stderr: "[Request interrupted by user]"}}},
 		{"an API error", false, []string{
 			promptLine("p1", "Fail please"),
@@ -257,10 +260,14 @@ func TestUsageTurnEnds(t *testing.T) {
 			assistantLine("a1", "msg_1", "req_1", opus, u1), stopSummary(),
 		}, []turnEnd{{Turn: 1, Status: wire.StatusCompleted, Usage: u1}}},
 		{"a fork's copy of the conversation it started from", false, []string{
-			promptLine("old", "first"),
+			// The copies keep their uuids and take the fork's first prompt ID.
+			promptLine("p1", "first"),
 			assistantLine("c1", "msg_old", "req_old", opus, u3, "requestSessionId", "the-original"),
-			interruptLine("old", "[Request interrupted by user]"),
-			promptLine("p1", "forked prompt"),
+			interruptLine("p1", "[Request interrupted by user]"),
+			tline(map[string]any{"type": "user", "uuid": "old-2", "promptId": "p1", "message": map[string]any{"content": "second"}}),
+			assistantLine("c2", "msg_old2", "req_old2", opus, u3), // no requestSessionId: the uuid tells
+			tline(map[string]any{"type": "system", "subtype": "stop_hook_summary", "uuid": "old-sum", "hookErrors": []any{}}),
+			tline(map[string]any{"type": "user", "uuid": "new-1", "promptId": "p1", "message": map[string]any{"content": "forked prompt"}}),
 			assistantLine("a1", "msg_1", "req_1", opus, u1),
 			stopSummary(),
 		}, []turnEnd{{Turn: 1, Status: wire.StatusCompleted, Usage: u1}}},
@@ -268,7 +275,9 @@ func TestUsageTurnEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := usageTracker{}
 			if strings.HasPrefix(tc.name, "a fork") {
-				tr.copied.prompts.add("old")
+				for _, uuid := range []string{"u-p1", "c1", "int-p1", "old-2", "c2", "old-sum"} {
+					tr.copied.add(uuid)
+				}
 			}
 			got := feed(t, &tr, tc.cancelled, tc.lines...)
 			for i := range got {
@@ -342,10 +351,10 @@ func TestReadHistory(t *testing.T) {
 	if last == nil || last.TotalUSD != 0.5 || last.StartTime != 7 || last.Models[opus] != 0.5 || last.SessionID != conv {
 		t.Errorf("baseline %+v, want the $0.5 cost-state", last)
 	}
-	if !copied.prompts.has("p1") || !copied.keys.has(messageKey("msg_1", "req_1", "a1")) || len(copied.keys) != 1 {
-		t.Errorf("copied %+v, want prompt p1 and message msg_1/req_1", copied)
+	if !copied.has("u-p1") || !copied.has("a1") || len(copied) != 2 {
+		t.Errorf("copied %v, want the uuids u-p1 and a1", copied)
 	}
-	if last, copied := readHistory(path, int64(len(before)), false); last == nil || copied.prompts != nil {
+	if last, copied := readHistory(path, int64(len(before)), false); last == nil || copied != nil {
 		t.Errorf("without copies: baseline %+v, copied %+v", last, copied)
 	}
 	var long int

@@ -24,11 +24,14 @@ import (
 //
 //   - a turn per prompt: each distinct prompt_id of hook.UserPromptSubmit
 //     (each event, where it has none);
+//   - a transcript line whose uuid an earlier interaction had is a copy (a
+//     fork's transcript starts with one of the conversation it forks, uuids
+//     kept, every user line given the fork's first prompt ID): skipped;
 //   - an assistant message counts once per session, by message ID and
 //     request ID (the CLI writes a line per content block, each repeating
 //     the message's usage; the last line's usage wins), not when it is
 //     "<synthetic>" (no API call) nor when the line says it was made in
-//     another conversation (requestSessionId: the copy a fork starts with);
+//     another conversation (requestSessionId: a fork's copy again);
 //   - a message belongs to the turn of the latest transcript.user line
 //     before it with a known promptId, else (a CLI that writes none) to the
 //     latest prompt hook before it, else to the first turn; a run with
@@ -55,11 +58,30 @@ func TerminalTurns(events []Event) []CountedResult {
 		return MoreRecent(firstAt[order[j]], order[j], firstAt[order[i]], order[i])
 	})
 	counted := map[string]bool{} // message keys, session-wide
+	lines := map[string]bool{}   // transcript line uuids, session-wide
 	var out []CountedResult
 	for _, id := range order {
 		evs := byInteraction[id]
 		sort.SliceStable(evs, func(i, j int) bool { return evs[i].Seq < evs[j].Seq })
-		out = append(out, terminalRunTurns(evs, counted)...)
+		var own []Event
+		var uuids []string
+		for _, ev := range evs {
+			uuid := ""
+			if strings.HasPrefix(ev.EventType, "transcript.") {
+				uuid = stringField(ev.EventData, "uuid")
+			}
+			if uuid != "" && lines[uuid] {
+				continue
+			}
+			own = append(own, ev)
+			if uuid != "" {
+				uuids = append(uuids, uuid)
+			}
+		}
+		for _, u := range uuids {
+			lines[u] = true
+		}
+		out = append(out, terminalRunTurns(own, counted)...)
 	}
 	return out
 }
@@ -101,7 +123,7 @@ func terminalRunTurns(evs []Event, counted map[string]bool) []CountedResult {
 	)
 	for i := range evs {
 		if ev := &evs[i]; ev.EventType == "hook.UserPromptSubmit" {
-			pid := promptIDOf(ev.EventData, "prompt_id")
+			pid := stringField(ev.EventData, "prompt_id")
 			if pid == "" {
 				pid = "event:" + ev.EventID
 			}
@@ -114,7 +136,7 @@ func terminalRunTurns(evs []Event, counted map[string]bool) []CountedResult {
 	promptLines := false
 	for _, ev := range evs {
 		if ev.EventType == "transcript.user" {
-			if _, ok := byPrompt[promptIDOf(ev.EventData, "promptId")]; ok {
+			if _, ok := byPrompt[stringField(ev.EventData, "promptId")]; ok {
 				promptLines = true
 			}
 		}
@@ -123,12 +145,12 @@ func terminalRunTurns(evs []Event, counted map[string]bool) []CountedResult {
 	for _, ev := range evs {
 		switch ev.EventType {
 		case "transcript.user":
-			if i, ok := byPrompt[promptIDOf(ev.EventData, "promptId")]; ok && promptLines {
+			if i, ok := byPrompt[stringField(ev.EventData, "promptId")]; ok && promptLines {
 				cur = i
 			}
 		case "hook.UserPromptSubmit":
 			if !promptLines {
-				pid := promptIDOf(ev.EventData, "prompt_id")
+				pid := stringField(ev.EventData, "prompt_id")
 				if pid == "" {
 					pid = "event:" + ev.EventID
 				}
@@ -219,7 +241,8 @@ func transcriptUsageOf(data json.RawMessage) (transcriptUsage, bool) {
 	return transcriptUsage{key: key, model: l.Message.Model, usage: usageOf(l.Message.Usage)}, true
 }
 
-func promptIDOf(data json.RawMessage, field string) string {
+// stringField is event data's string field (a prompt ID, a uuid).
+func stringField(data json.RawMessage, field string) string {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(data, &obj) != nil {
 		return ""

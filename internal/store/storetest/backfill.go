@@ -136,6 +136,11 @@ func CheckBackfill(t *testing.T, s store.Store, events []store.Event) {
 	}
 	for sid, evs := range bySession {
 		want := store.DeriveAll(evs)
+		// Migration 5 counts the turns and tokens of old terminal runs too.
+		for _, c := range store.TerminalTurns(evs) {
+			want.Session.Usage = want.Session.Usage.Add(c.Result.Usage)
+			want.Session.Turns++
+		}
 		got := mustSession(t, s, sid)
 		checkDerived(t, got, want.Session)
 		checkApprovals(t, s, want)
@@ -242,8 +247,19 @@ func StatusFixture() []store.Event {
 		ev("sf-live-mid", "i2", 2, store.EventRunCancelled, 3*s, `{"v":1,"run_id":"r","status":"cancelled","result":{"stderr":"Cancelled","exitCode":130}}`),
 		ev("sf-oneshot", "i1", 1, store.EventRunStarted, 0, `{"v":2,"run_id":"r","prompt":"go","cwd":"/w"}`),
 		ev("sf-oneshot", "i1", 2, store.EventRunCancelled, s, `{"v":1,"run_id":"r","status":"cancelled","result":{"stderr":"Cancelled","exitCode":130}}`),
+		// A terminal run of a helper that counted no turns: one prompt, its
+		// answer written as two block lines of one message.
+		ev("sf-terminal", "i1", 1, store.EventRunStarted, 0, `{"v":2,"run_id":"rt","mode":"terminal","cwd":"/w"}`),
+		ev("sf-terminal", "i1", 2, "hook.UserPromptSubmit", s, `{"session_id":"ct","prompt_id":"p1","prompt":"hello"}`),
+		ev("sf-terminal", "i1", 3, "transcript.user", 2*s, `{"type":"user","sessionId":"ct","promptId":"p1","uuid":"u1","message":{"content":"hello"}}`),
+		ev("sf-terminal", "i1", 4, "transcript.assistant", 3*s, terminalAssistant),
+		ev("sf-terminal", "i1", 5, "transcript.assistant", 3*s, terminalAssistant),
+		ev("sf-terminal", "i1", 6, store.EventRunCompleted, 4*s, `{"v":1,"run_id":"rt","mode":"terminal","status":"completed","result":{"exitCode":0}}`),
 	}
 }
+
+const terminalAssistant = `{"type":"assistant","sessionId":"ct","requestId":"q1","uuid":"a1","message":{"id":"m1","model":"claude-opus-5-5",` +
+	`"usage":{"input_tokens":100,"output_tokens":20,"cache_read_input_tokens":3,"cache_creation_input_tokens":4}}}`
 
 // OldStatusUpdates set each session's status as a release before
 // migration 5 derived it (the most recent interaction's latest lifecycle
@@ -287,7 +303,8 @@ func OldStatusUpdates(events []store.Event, ph func(n int) string) []Statement {
 // and each session's status is what this release derives from its events.
 func CheckStatusBackfill(t *testing.T, s store.Store, events []store.Event) {
 	t.Helper()
-	want := map[string]string{"sf-acp-idle": store.StatusCompleted, "sf-live-mid": store.StatusCancelled, "sf-oneshot": store.StatusCancelled}
+	want := map[string]string{"sf-acp-idle": store.StatusCompleted, "sf-live-mid": store.StatusCancelled, "sf-oneshot": store.StatusCancelled,
+		"sf-terminal": store.StatusCompleted}
 	bySession := map[string][]store.Event{}
 	for _, e := range events {
 		bySession[e.SessionID] = append(bySession[e.SessionID], e)
@@ -297,6 +314,13 @@ func CheckStatusBackfill(t *testing.T, s store.Store, events []store.Event) {
 		if d := store.Derive(evs); got.Status != d.Status || got.Status != want[sid] {
 			t.Errorf("%s: status %q after the migration; derived %q, want %q", sid, got.Status, d.Status, want[sid])
 		}
+	}
+	// The old terminal run's turn and tokens are counted from its
+	// transcript, each message once; its cost is unknown.
+	term := mustSession(t, s, "sf-terminal")
+	if wantU := (store.Usage{InputTokens: 100, OutputTokens: 20, CacheReadInputTokens: 3, CacheCreationInputTokens: 4}); term.Turns != 1 ||
+		term.Usage != wantU || term.CostUSD != 0 {
+		t.Errorf("sf-terminal after the migration: %d turns, %+v, $%v; want 1 turn, %+v, $0", term.Turns, term.Usage, term.CostUSD, wantU)
 	}
 	// The rule holds for events that arrive after the migration too.
 	mustAppend(t, s, ev("sf-live-mid", "i3", 1, wire.TypeMessageSent, 10*time.Second, `{"v":2,"run_id":"r","prompt":"third"}`),

@@ -110,10 +110,13 @@ func BackfillTitles(ctx context.Context, tx Tx, src Source) error {
 }
 
 // BackfillStatuses folds, for every stored session, its interactions again
-// from its events and derives its status by this release's rules.
-// Migration 5 runs it: a run cancelled after its turn completed was closed
-// while idle (store.Interaction.Outcome), which the interactions stored
-// before did not record.
+// from its events and derives its status by this release's rules, and
+// counts the turns and tokens of terminal runs that a helper before these
+// rules left uncounted. Migration 5 runs it (issue 23): a run cancelled
+// after its turn completed was closed while idle
+// (store.Interaction.Outcome), which the interactions stored before did
+// not record; a terminal run's turns and tokens are in its transcript
+// (store.TerminalTurns; its cost is not, and stays unknown).
 func BackfillStatuses(ctx context.Context, tx Tx, src Source) error {
 	ids, err := src.SessionIDs(ctx)
 	if err != nil {
@@ -156,6 +159,15 @@ func backfillStatus(ctx context.Context, tx Tx, src Source, id string) error {
 	st := states[id]
 	if in, ok := store.MostRecent(ins); ok {
 		st.Status, st.StartedAt, st.EndedAt = in.Outcome()
+	}
+	turns := store.TerminalTurns(events)
+	rows := make([]ResultRow, len(turns))
+	byKey := map[string]*store.Result{}
+	for i, c := range turns {
+		rows[i], byKey[c.Key] = resultRow(id, c), c.Result
+	}
+	if err := countResults(ctx, tx, st, rows, byKey, &w); err != nil {
+		return err
 	}
 	if err := tx.Write(ctx, w); err != nil {
 		return err

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/relay"
@@ -308,15 +306,11 @@ func (s *Server) terminal(cmd Command) {
 		s.emitError(cmd.RequestID, CodeMissingField, "missing field: prompt")
 		return
 	}
-	if cmd.SessionID == "" {
-		cmd.SessionID = uuid.NewString()
-	}
-	if cmd.InteractionID == "" {
-		cmd.InteractionID = uuid.NewString()
-	}
-	if cmd.Options.Cwd == "" {
-		cmd.Options.Cwd = s.opts.DefaultCwd
-	}
+	// The defaults every run gets (relay.Frame); the terminal makes its own
+	// run ID when it starts.
+	f := relay.Frame{SessionID: cmd.SessionID, InteractionID: cmd.InteractionID, Cwd: cmd.Options.Cwd}
+	f.Fill(s.opts.DefaultCwd)
+	cmd.SessionID, cmd.InteractionID, cmd.Options.Cwd = f.SessionID, f.InteractionID, f.Cwd
 	if cmd.Options.ResumeLastSession && cmd.Options.Resume == "" && s.opts.State != nil {
 		cmd.Options.Resume = s.opts.State.Last(cmd.Options.Cwd)
 	}

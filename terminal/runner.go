@@ -18,12 +18,19 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/proc"
+	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Enqueuer takes events for the backend (forwarder.Forwarder).
 type Enqueuer interface {
 	Enqueue(forwarder.Event) (forwarder.Accepted, error)
+}
+
+// Registry keeps the records of live runs (proc.Registry).
+type Registry interface {
+	Register(proc.Record) error
+	Unregister(runID string) error
 }
 
 // Options describe one visible-terminal run.
@@ -44,11 +51,16 @@ type Options struct {
 	SessionID     string
 	InteractionID string
 	RunID         string
-	Events        Enqueuer
-	Logger        *slog.Logger
-	Stdin         *os.File // the terminal; nil: os.Stdin
-	Stdout        *os.File
-	Stderr        *os.File
+	Events        Enqueuer     // every event of the run: hooks, transcript lines and the run's frame
+	State         *relay.State // where the workspace's last conversation is kept; nil: nowhere
+	// Registry records the run while its CLI runs, so that if this helper
+	// dies the next helper start stops what is left and ends the run in
+	// the backend (relay.EndDeadRuns); nil: not recorded.
+	Registry Registry
+	Logger   *slog.Logger
+	Stdin    *os.File // the terminal; nil: os.Stdin
+	Stdout   *os.File
+	Stderr   *os.File
 }
 
 // Result is how a visible run ended.
@@ -90,6 +102,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	token := proc.NewToken()
 	env = proc.WithToken(env, token)
 	r := &runner{o: o, env: env, token: token, res: &Result{}, seen: map[string]struct{}{}}
+	// Framed as every run is (relay.Lifecycle): run_started, each turn's
+	// end, the run's end with wire's statuses, the last conversation.
+	r.rec = relay.NewLifecycle(o.Events, o.State, relay.Frame{RunID: o.RunID, SessionID: o.SessionID,
+		InteractionID: o.InteractionID, Cwd: o.Cwd, Mode: wire.ModeTerminal}, o.Logger)
 	var claudeDir string
 	claudeDir, r.configPath = claudePaths(env)
 	r.before = transcriptSizes(o, claudeDir)
@@ -105,6 +121,7 @@ type runner struct {
 	o     Options
 	env   []string // the CLI's environment
 	token string   // marks this start's processes (proc.TokenEnv)
+	rec   *relay.Lifecycle
 	res   *Result
 
 	mu         sync.Mutex
@@ -170,9 +187,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	// The prompt as the CLI gets it, bounded for the record; without one
 	// the user types it, and hook.UserPromptSubmit carries it.
-	r.emit(wire.TypeRunStarted, wire.RunStarted{RunID: r.o.RunID, Mode: wire.ModeTerminal, Cwd: r.o.Cwd,
-		Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue, PromptRecord: wire.RecordPrompt(r.o.Prompt, nil),
-		Model: r.o.Model})
+	r.spooled(wire.TypeRunStarted, r.rec.Started(wire.RunStarted{Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue,
+		PromptRecord: wire.RecordPrompt(r.o.Prompt, nil), Model: r.o.Model}))
 
 	started := time.Now()
 	code, stopped, runErr := r.execCLI(ctx, settingsPath)
@@ -192,10 +208,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		r.emitTurn(*last)
 	}
 	status, reason := outcome(code, stopped, runErr)
-	end := wire.RunEnded{RunID: r.o.RunID, Mode: wire.ModeTerminal, Status: status, ExitCode: &code,
-		ConversationID: r.res.ConversationID, Result: wire.Result{ExitCode: code, DurationMS: elapsed}, Reason: reason}
+	end := wire.RunEnded{Status: status, ExitCode: &code, ConversationID: r.res.ConversationID,
+		Result: wire.Result{ExitCode: code, DurationMS: elapsed}, Reason: reason}
 	r.addUsage(&end)
-	r.emit(wire.EndType(status), end)
+	r.spooled(wire.EndType(status), r.rec.Ended(end))
 	return r.res, runErr
 }
 
@@ -318,6 +334,8 @@ func (r *runner) execCLI(ctx context.Context, settingsPath string) (code int, st
 	if err := cmd.Start(); err != nil {
 		return 1, false, fmt.Errorf("start the Claude CLI %s: %w", program, err)
 	}
+	r.register(cmd.Process.Pid)
+	defer r.unregister()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // every return below has received from exited
 	for {
@@ -495,7 +513,7 @@ func (r *runner) emitTurn(e turnEnd) {
 		conv = r.convID
 		r.mu.Unlock()
 	}
-	tc := wire.TurnCompleted{RunID: r.o.RunID, Turn: e.Turn, Mode: wire.ModeTerminal, Status: e.Status, By: e.By,
+	tc := wire.TurnCompleted{Turn: e.Turn, Status: e.Status, By: e.By,
 		Reason: e.Reason, Result: wire.Result{Stderr: e.Stderr}, ConversationID: conv, Usage: &e.Usage}
 	if len(e.Models) > 0 {
 		tc.Models = map[string]wire.ModelUsage{}
@@ -503,14 +521,18 @@ func (r *runner) emitTurn(e turnEnd) {
 			tc.Models[m] = wire.ModelUsage{Usage: u}
 		}
 	}
-	r.emit(wire.TypeTurnCompleted, tc)
+	r.spooled(wire.TypeTurnCompleted, r.rec.TurnEnded(r.o.InteractionID, tc))
 }
 
 // emit spools one of the relay's own events.
 func (r *runner) emit(typ string, data any) {
-	b, err := json.Marshal(data)
-	if err == nil {
-		r.enqueue(typ, wire.SourceRelay, b)
+	r.spooled(typ, r.rec.Post(r.o.InteractionID, typ, data))
+}
+
+// spooled logs an event the spool did not take.
+func (r *runner) spooled(typ string, err error) {
+	if err != nil {
+		r.o.Logger.Warn("event not spooled", "type", typ, "err", err)
 	}
 }
 
@@ -526,4 +548,29 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// register records the run (Options.Registry). The CLI shares our process
+// group (it owns the terminal), so the record names no group: a helper
+// start that finds this helper dead stops the CLI and the processes marked
+// with the run's token, never the group, which may hold whatever started us.
+func (r *runner) register(cliPID int) {
+	if r.o.Registry == nil {
+		return
+	}
+	self, _ := proc.Lookup(os.Getpid())
+	cli, _ := proc.Lookup(cliPID)
+	rec := proc.Record{RunID: r.o.RunID, Token: r.token, Helper: self, CLI: cli, Started: time.Now(),
+		Spool: proc.SpoolKey{SessionID: r.o.SessionID, InteractionID: r.o.InteractionID}}
+	if err := r.o.Registry.Register(rec); err != nil {
+		r.o.Logger.Warn("cannot record the run; a crash could leave it running", "run_id", r.o.RunID, "err", err)
+	}
+}
+
+func (r *runner) unregister() {
+	if r.o.Registry != nil {
+		if err := r.o.Registry.Unregister(r.o.RunID); err != nil {
+			r.o.Logger.Warn("cannot remove the run record", "run_id", r.o.RunID, "err", err)
+		}
+	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
@@ -114,5 +117,77 @@ func killedHelper(t *testing.T, next string) {
 	}
 	if n := len(be.events(t, session)); n != len(evs) {
 		t.Errorf("the session has %d events after another start, had %d", n, len(evs))
+	}
+}
+
+// A `terminal` helper is SIGKILLed while its CLI runs. Its run was in the
+// data dir's run registry, so the next start (here `spool flush`) stops the
+// CLI and ends the terminal session failed (helper_exited) instead of
+// leaving it "running".
+func TestKilledTerminalHelperEndsItsRun(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), t.TempDir()
+	const marker = "3177"
+	fake := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '2.1.330 (Claude Code)'; exit 0; fi\nexec sleep " + marker + "\n"
+	if err := os.WriteFile(fake, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "CLAUDE_RELAY_CLAUDE_PATH=" + fake}
+	session := "term-killed-" + uuid.NewString()
+	cmd := exec.Command(os.Args[0], "terminal", "--session="+session, "hello")
+	cmd.Env, cmd.Dir = append(slices.Clone(env), envTestMain+"=1", goraceEnv()), cwd
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited; _ = exec.Command("pkill", "-f", "sleep "+marker).Run() })
+	sleeping := func() bool {
+		out, _ := exec.Command("pgrep", "-f", "sleep "+marker).Output()
+		return strings.TrimSpace(string(out)) != ""
+	}
+	runs := filepath.Join(home, ".local", "share", "claude-relay", "runs")
+	if !poll.Within(extTimeout, func() bool {
+		entries, _ := os.ReadDir(runs)
+		return sleeping() && len(entries) > 0
+	}) {
+		t.Fatal("the terminal's CLI never ran, or its run was never recorded")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+
+	out, errOut, code := runMain(t, env, "spool", "flush")
+	if code != 0 || !strings.Contains(out, "ended 1 run(s) whose helper had died") {
+		t.Errorf("spool flush: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !poll.Within(extTimeout, func() bool { return !sleeping() }) {
+		t.Error("the dead terminal helper's CLI still runs")
+	}
+	st, err := sqlite.Open(t.Context(), filepath.Join(home, ".local", "share", "claude-relay", "relay.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sess, err := st.Session(t.Context(), session)
+	if err != nil || sess.Status != store.StatusFailed || sess.Source != store.SourceTerminal {
+		t.Fatalf("session %+v, %v; want a failed terminal session", sess, err)
+	}
+	evs, err := st.Events(t.Context(), session, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []string
+	for _, e := range evs {
+		if e.EventType == wire.TypeRunFailed {
+			var d wire.RunEnded
+			_ = json.Unmarshal(e.EventData, &d)
+			ends = append(ends, d.Reason)
+		}
+	}
+	if !slices.Equal(ends, []string{wire.ReasonHelperExited}) {
+		t.Errorf("run ends %q, want one helper_exited", ends)
 	}
 }

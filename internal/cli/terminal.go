@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/claude-relay/claude-relay/config"
@@ -105,23 +104,18 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	})
 	defer drain()
 	exe, _ := os.Executable()
-	if o.session == "" {
-		o.session = uuid.NewString()
-	}
-	if o.interaction == "" {
-		o.interaction = uuid.NewString()
-	}
-	if o.cwd == "" {
-		o.cwd = c.Workspace
-	}
+	f := relay.Frame{SessionID: o.session, InteractionID: o.interaction, Cwd: o.cwd}
+	f.Fill(c.Workspace)
 	var env []string
 	if a.Environ != nil {
 		env = a.Environ()
 	}
 	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
-		CLIPath: found.Path, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: o.cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
+		CLIPath: found.Path, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
 		Resume: o.resume, Fork: o.fork, Continue: o.cont, BaseEnv: env, Env: c.Claude.Env,
-		SessionID: o.session, InteractionID: o.interaction, RunID: uuid.NewString(), Events: fwd, Logger: a.log,
+		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: fwd, State: relay.NewState(c.DataDir),
+		Registry: a.runRegistry(),
+		Logger:   a.log,
 	})
 	if res == nil {
 		return err // nothing started, so nothing to point at
@@ -130,16 +124,11 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if err == nil && res.ExitCode != 0 {
 		fmt.Fprintf(a.Stdout, "run failed: the Claude CLI exited with status %d (its output above says why)\n", res.ExitCode)
 	}
-	if line := eventsLine(backend, c.Serve.Addr, o.session); line != "" {
+	if line := eventsLine(backend, c.Serve.Addr, f.SessionID); line != "" {
 		fmt.Fprintln(a.Stdout, line)
 	}
 	if err != nil {
 		return err
-	}
-	if res.ConversationID != "" {
-		if err := relay.NewState(c.DataDir).Set(o.cwd, res.ConversationID); err != nil {
-			a.log.Warn("cannot remember the last conversation", "err", err)
-		}
 	}
 	if res.ExitCode != 0 {
 		return &ExitError{Code: res.ExitCode}

@@ -127,6 +127,7 @@ type runner struct {
 	mu         sync.Mutex
 	tailing    bool                // a hook named the transcript: the tailer is started
 	seen       map[string]struct{} // transcript uuids already sent
+	tail       *Tailer             // the running tailer; nil before a hook named the transcript
 	tailStop   context.CancelFunc
 	tailDone   chan struct{}
 	tailClosed bool // stopTail ran: no tailer may start any more
@@ -366,6 +367,12 @@ func (r *runner) onHook(event string, body []byte) {
 		TranscriptPath string `json:"transcript_path"`
 	}
 	_ = json.Unmarshal(body, &in)
+	if event == "UserPromptSubmit" {
+		// The previous turn's last transcript lines (its answer, its end)
+		// were written before this prompt: they go first, so the record
+		// reads in the order things happened.
+		r.syncTail()
+	}
 	r.mu.Lock()
 	r.hookCount++
 	if r.convID == "" && in.SessionID != "" {
@@ -383,6 +390,22 @@ func (r *runner) onHook(event string, body []byte) {
 	}
 }
 
+// syncTail has the tailer read what the transcript holds now (bounded: a
+// tailer that is not running, or a slow disk, never holds up the hook).
+func (r *runner) syncTail() {
+	r.mu.Lock()
+	t := r.tail
+	r.mu.Unlock()
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if !t.Sync(ctx) {
+		r.o.Logger.Debug("transcript not caught up before the prompt hook")
+	}
+}
+
 // startTail starts the tailer goroutine; stopTail owns it: it cancels it and
 // waits for it, and once it has run no tailer starts (a hook handler the
 // callback server's Close gave up waiting for may still get here).
@@ -395,14 +418,14 @@ func (r *runner) startTail(path string) {
 		cancel()
 		return
 	}
-	r.tailStop, r.tailDone = cancel, done
-	r.mu.Unlock()
 	t := &Tailer{Path: path, OnLine: r.onTranscript, Logger: r.o.Logger, Skip: r.before[filepath.Clean(path)],
 		OnSkip: func(prefix []byte, size int) {
 			// Never silently: the backend hears that a line was too long.
 			r.emit(wire.TypeMalformedLine, wire.MalformedLine{RunID: r.o.RunID, Source: "transcript",
 				Error: "transcript line over the limit", Bytes: size, Raw: truncate(string(prefix), 1024)})
 		}}
+	r.tail, r.tailStop, r.tailDone = t, cancel, done
+	r.mu.Unlock()
 	go func() {
 		defer close(done)
 		r.loadHistory(path) // before the first line is read

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -28,6 +29,9 @@ type Tailer struct {
 	// A file smaller than Skip, or replaced, is read from the start.
 	Skip   int64
 	Logger *slog.Logger
+
+	syncOnce sync.Once
+	syncs    chan chan struct{} // Sync's requests, served by Run
 
 	f        *os.File
 	fi       os.FileInfo
@@ -66,6 +70,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			t.readAll()
 			return nil
+		case done := <-t.requests():
+			t.readAll()
+			close(done)
+			continue
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -75,6 +83,30 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// Sync has Run read everything the file holds now, and returns once it has
+// (every complete line went to OnLine), or false when ctx ended first (Run
+// not started, or ended). It lets a caller order its own events after the
+// lines written before them.
+func (t *Tailer) Sync(ctx context.Context) bool {
+	done := make(chan struct{})
+	select {
+	case t.requests() <- done:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (t *Tailer) requests() chan chan struct{} {
+	t.syncOnce.Do(func() { t.syncs = make(chan chan struct{}) })
+	return t.syncs
 }
 
 // watch watches the transcript's directory, waiting for it to exist: the CLI

@@ -404,3 +404,40 @@ func TestTailerReportsSkippedLines(t *testing.T) {
 		t.Errorf("skipped %v lines %q", skipped, lines)
 	}
 }
+
+// Sync returns once every line the file holds has reached OnLine, without
+// waiting for a change notification or the poll.
+func TestTailerSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, []byte("{\"n\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []string
+	tl := &Tailer{Path: path, Poll: time.Hour, OnLine: func(l []byte) {
+		mu.Lock()
+		got = append(got, string(l))
+		mu.Unlock()
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); tl.Run(ctx) }() //nolint:errcheck // returns at ctx end
+	defer func() { cancel(); <-done }()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i <= 50; i++ {
+		fmt.Fprintf(f, "{\"n\":%d}\n", i)
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ok := tl.Sync(sctx)
+		scancel()
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if !ok || n != i {
+			t.Fatalf("after line %d and Sync (%v): %d lines", i, ok, n)
+		}
+	}
+	f.Close()
+}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
-	"github.com/claude-relay/claude-relay/internal/wire"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // watchRun runs the fake CLI in mode with fast timings and tune's watchdog

@@ -29,8 +29,8 @@ import (
 )
 
 // budget bounds the scenario once the .vsix is built: code-server, three
-// runs in the browser, the checks. It takes under a minute on a 2-core
-// machine.
+// runs in the browser, the checks, serve's dashboard. It takes under a
+// minute on a 2-core machine.
 const budget = 5 * time.Minute
 
 // buildBudget bounds `make vsix`: seconds when the Go build cache is warm
@@ -83,6 +83,10 @@ type driveConfig struct {
 // "Run in Terminal". It checks what the browser shows (drive.mjs) and what
 // only the test can see: the tool ran, the backend holds the run's events,
 // the denied file does not exist, `claude-relay terminal` ran the prompt.
+// Then `claude-relay serve` on the same data dir shows the three sessions
+// in its dashboard (record_test.go): each list row and page, with figures
+// equal to the CLI's own records. The dashboard's screenshots go to the
+// shots dir beside drive.mjs's (dashboard-*.png).
 func TestVSCodeExtension(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the VS Code end-to-end test takes minutes; it does not run with -short")
@@ -136,7 +140,7 @@ func TestVSCodeExtension(t *testing.T) {
 		proctag.Entry(tag),
 	)
 
-	installExtension(t, ctx, tl, env, ud, ext, vsix)
+	helper := installExtension(t, ctx, tl, env, ud, ext, vsix)
 	writeSettings(t, ud)
 	cs := start(t, ctx, filepath.Join(dir, "code-server.log"), env, tl.node24, tl.codeServer,
 		"--auth", "none", "--bind-addr", "127.0.0.1:0",
@@ -184,6 +188,12 @@ func TestVSCodeExtension(t *testing.T) {
 	checkBash(t, api.API("route-bash"), cli.Home, nonce, bashOutput)
 	checkDenied(t, api.API("route-write"), denied)
 	checkTerminal(t, tag, cli.Home)
+
+	// The record (issue 23): `serve` on the same data dir, its dashboard in
+	// headless Chromium, each session's list row and page against the CLI's
+	// own records as the backend stored them.
+	d := startDashboard(t, ctx, helper, filepath.Join(dir, "serve.log"), cli.Home, shots, env)
+	checkRecord(t, d, cfg, api)
 	if t.Failed() {
 		diagnose(t, dir, ud)
 	}
@@ -213,9 +223,10 @@ func codeServerEnv(cliEnv []string, extra ...string) []string {
 	return append(env, extra...)
 }
 
-// installExtension installs the .vsix the way a user does and checks that
-// the bundled helper arrived executable (the extension's last resort).
-func installExtension(t *testing.T, ctx context.Context, tl tools, env []string, ud, ext, vsix string) {
+// installExtension installs the .vsix the way a user does, checks that the
+// bundled helper arrived executable (the extension's last resort) and
+// returns its path.
+func installExtension(t *testing.T, ctx context.Context, tl tools, env []string, ud, ext, vsix string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, tl.node24, tl.codeServer, "--user-data-dir", ud, "--extensions-dir", ext, "--install-extension", vsix)
 	cmd.Env = env
@@ -238,6 +249,7 @@ func installExtension(t *testing.T, ctx context.Context, tl tools, env []string,
 	if st.Mode().Perm()&0o111 == 0 {
 		t.Fatalf("the bundled helper %s is not executable after install (mode %v): the extension cannot start it; the .vsix must keep bin/claude-relay's mode", helpers[0], st.Mode())
 	}
+	return helpers[0]
 }
 
 // writeSettings turns off what would stand between the test and the

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // Versions the Makefile's vscode-e2e-deps installs; the default paths below
@@ -209,6 +210,7 @@ type routedAPI struct {
 
 type route struct {
 	marker string
+	script mockapi.Script
 	api    *mockapi.Server
 	proxy  *httputil.ReverseProxy
 }
@@ -232,7 +234,7 @@ func newRoutedAPI(t *testing.T, specs ...routeSpec) *routedAPI {
 		}
 		p := httputil.NewSingleHostReverseProxy(target)
 		p.FlushInterval = -1 // Server-Sent Events: pass every chunk on at once
-		r.routes = append(r.routes, route{marker: marker, api: api, proxy: p})
+		r.routes = append(r.routes, route{marker: marker, script: spec.script, api: api, proxy: p})
 	}
 	r.srv = httptest.NewServer(r)
 	t.Cleanup(r.srv.Close)
@@ -249,6 +251,32 @@ func (r *routedAPI) API(marker string) *mockapi.Server {
 		}
 	}
 	return nil
+}
+
+// served sums the usage marker's script reported to the main
+// conversation's requests it answered (past the script's end, the "done"
+// reply's mockapi.DefaultUsage): what the CLI's records of that
+// conversation must add up to. Side requests are left out: the ones that
+// name no conversation reach the first script whoever sent them.
+func (r *routedAPI) served(marker string) wire.Usage {
+	var sum wire.Usage
+	for _, rt := range r.routes {
+		if rt.marker != marker {
+			continue
+		}
+		for _, req := range rt.api.MainRequests() {
+			if req.Status != http.StatusOK {
+				continue
+			}
+			u := mockapi.DefaultUsage
+			if req.Turn >= 0 && req.Turn < len(rt.script) && rt.script[req.Turn].Usage != (mockapi.Usage{}) {
+				u = rt.script[req.Turn].Usage
+			}
+			sum = sum.Add(wire.Usage{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens),
+				CacheReadInputTokens: int64(u.CacheReadInputTokens), CacheCreationInputTokens: int64(u.CacheCreationInputTokens)})
+		}
+	}
+	return sum
 }
 
 func (r *routedAPI) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -330,21 +358,26 @@ var listening = regexp.MustCompile(`HTTP server listening on (http://127\.0\.0\.
 // waitListening reads code-server's log until it says where it listens.
 func (p *process) waitListening(t *testing.T, timeout time.Duration) string {
 	t.Helper()
+	return p.waitLog(t, "code-server", listening, timeout)
+}
+
+// waitLog reads the process's log until re matches it and returns the
+// first submatch (a URL with a port); what names the process in failures.
+func (p *process) waitLog(t *testing.T, what string, re *regexp.Regexp, timeout time.Duration) string {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		b, _ := os.ReadFile(p.log)
-		if m := listening.FindSubmatch(b); m != nil {
-			if _, err := strconv.Atoi(string(m[2])); err == nil {
-				return string(m[1])
-			}
+		if m := re.FindSubmatch(b); m != nil {
+			return string(m[1])
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("code-server exited before it listened (%v); its log %s:\n%s", p.err, p.log, b)
+			t.Fatalf("%s exited before it listened (%v); its log %s:\n%s", what, p.err, p.log, b)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("code-server did not say where it listens within %s; its log %s:\n%s", timeout, p.log, b)
+			t.Fatalf("%s did not say where it listens within %s; its log %s:\n%s", what, timeout, p.log, b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -98,6 +98,10 @@ window.CR = (function () {
 
   function fmtCost(c) { return '$' + num(c).toFixed(4); }
 
+  // SOURCES name a session's source (store.Session.Source) for people.
+  const SOURCES = { background: 'background', terminal: 'terminal', acp: 'ACP' };
+  function fmtSource(s) { return SOURCES[s] || s; }
+
   function setStatus(node, status) {
     node.textContent = status || 'unknown';
     node.className = 'status ' + (status || 'unknown');
@@ -153,5 +157,5 @@ window.CR = (function () {
     return 'HTTP ' + res.status;
   }
 
-  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, setStatus, setState, isStale, stateOf, STALE_MS, copyText, setConn };
+  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, SOURCES, fmtSource, setStatus, setState, isStale, stateOf, STALE_MS, copyText, setConn };
 })();

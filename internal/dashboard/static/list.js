@@ -11,7 +11,7 @@
   const PAGE = 50;
   // "stale": running, but no event for 35 minutes (the server's filter).
   const STATUSES = ['running', 'stale', 'completed', 'failed', 'cancelled', 'unknown'];
-  const SOURCES = { background: 'background', terminal: 'terminal', acp: 'ACP' };
+  const SOURCES = window.CR.SOURCES;
   const DEBOUNCE_MS = 250;
   const REFRESH_MS = 300;
 
@@ -364,7 +364,10 @@
     const tok = el('td', 'num', F.tokens(F.totalTokens(s.usage)));
     tok.title = tokensTitle(s.usage);
     tr.appendChild(tok);
-    tr.appendChild(el('td', 'num cost', F.usd(s.total_cost_usd)));
+    // A terminal run's cost is the CLI's own record, written when it exits.
+    const costLater = s.source === 'terminal' && s.status === 'running' && !s.total_cost_usd;
+    const cost = tr.appendChild(el('td', 'num cost', costLater ? '…' : F.usd(s.total_cost_usd)));
+    if (costLater) cost.title = 'known when the terminal run ends';
     tr.appendChild(el('td', 'model', s.model || '–'));
     return { s, tr, dur, time, stale: isStale(s) };
   }

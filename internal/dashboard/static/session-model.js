@@ -163,6 +163,12 @@ window.CRModel = (function () {
     this.turn = null;            // the current turn
     this.turnCount = 0;
     this.turnInters = new Set(); // interactions that have a turn
+    this.interTurns = new Map(); // interaction -> its turns, in order (a terminal run has several)
+    // Messages sent into a live run while a turn ran (relay.message_sent
+    // posted when queued): each becomes a turn when the turn before it ends.
+    this.queued = [];
+    this.runTurnsEnded = new Set(); // runs that posted relay.turn_completed: their ends repeat the turns' figures
+    this.inits = new Set();         // conversations whose session start was shown
     // An idle start (relay.run_started without a prompt: an ACP session at
     // session/new) makes no turn of its own: its run's first prompt, a
     // relay.message_sent in the next interaction, is the first turn.
@@ -225,6 +231,9 @@ window.CRModel = (function () {
     }
     this.turn = t;
     this.turnInters.add(t.interaction);
+    const list = this.interTurns.get(t.interaction) || [];
+    list.push(t);
+    this.interTurns.set(t.interaction, list);
     return this.push(t);
   };
 
@@ -343,6 +352,11 @@ window.CRModel = (function () {
     if (sub === 'init') {
       if (str(d.model)) this.info.model = d.model;
       if (str(d.cwd) && !this.info.cwd) this.info.cwd = d.cwd;
+      // A live run's CLI says it again at every turn: once per
+      // conversation and model is news, the rest is in "Show all events".
+      const key = str(d.session_id) + ' ' + str(d.model);
+      if (this.inits.has(key)) return;
+      this.inits.add(key);
       const bits = ['Session started'];
       if (str(d.model)) bits.push('model ' + d.model);
       if (str(d.cwd)) bits.push(d.cwd);
@@ -452,7 +466,11 @@ window.CRModel = (function () {
       t.durationMs = d.duration_ms;
       this.info.turnMs += d.duration_ms;
     }
-    if (num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
+    // total_cost_usd sums the whole CLI process (a live run's every turn);
+    // the turn's own cost is what it spent since the last result.
+    const since = turnCost(d);
+    if (since !== null) t.cost = since;
+    else if (num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
     if (d.usage && typeof d.usage === 'object') t.usage = d.usage;
     if (num(d.num_turns) !== null) t.numTurns = d.num_turns;
     this.mark(ev, t);
@@ -464,6 +482,18 @@ window.CRModel = (function () {
       t.errorCard = this.notice(ev, 'result: ' + (sub && sub !== 'success' ? sub : 'error'), what, 'error', d);
     }
   };
+
+  // turnCost sums a result's model_usage_since_last_result costs (CLI
+  // 2.1.3xx): its own turn's; null when it has none.
+  function turnCost(d) {
+    const m = obj(d.model_usage_since_last_result);
+    let sum = null;
+    for (const k of Object.keys(m)) {
+      const c = num(obj(m[k]).costUSD);
+      if (c !== null) sum = (sum || 0) + c;
+    }
+    return sum;
+  }
 
   // stopped says who stopped a turn, for its card.
   const STOPPED_BY = {
@@ -583,16 +613,28 @@ window.CRModel = (function () {
         this.view.changed(turn);
         return;
       }
-      case 'message_sent':
+      case 'message_sent': {
         // A message sent into a live run (a follow-up; each prompt of an
-        // ACP session): the first event of its turn.
-        this.prompt(ev, promptOf(d), 'run', []);
+        // ACP session): the first event of its turn. One sent while a
+        // turn of its run still runs waits for that turn's end (it was
+        // queued; the running turn's last events come after it).
+        const t = this.turn;
+        if (t && !t.ended && t.runID && t.runID === str(d.run_id) && t.interaction !== str(ev.interaction_id)) {
+          this.queued.push({ ev, d });
+          return;
+        }
+        this.sent(ev, d);
         return;
+      }
       case 'turn_completed': {
-        const t = this.turnFor(ev);
+        // Its interaction's first turn still open (a terminal run has one
+        // interaction and many turns).
+        const mine = (this.interTurns.get(str(ev.interaction_id)) || []).find((x) => !x.ended);
+        const t = mine || this.turnFor(ev);
         const r = obj(d.result);
         if (str(d.status)) t.status = d.status;
         t.ended = true;
+        if (str(d.run_id)) this.runTurnsEnded.add(d.run_id);
         if (d.status === 'interrupted') {
           // Someone pressed Stop: nothing failed. The CLI's own words
           // (error_during_execution) stay in the card's details.
@@ -609,6 +651,7 @@ window.CRModel = (function () {
         if (!t.usage && d.usage && typeof d.usage === 'object') t.usage = d.usage;
         this.mark(ev, t);
         this.view.changed(t);
+        this.startQueued();
         return;
       }
       case 'run_completed':
@@ -637,7 +680,23 @@ window.CRModel = (function () {
     }
   };
 
+  // startQueued makes the turn of the next message queued behind the turn
+  // that just ended.
+  P.startQueued = function () {
+    const q = this.queued.shift();
+    if (q) this.sent(q.ev, q.d);
+  };
+
+  // sent makes a message_sent's turn, which belongs to its run.
+  P.sent = function (ev, d) {
+    const t = this.prompt(ev, promptOf(d), 'run', []);
+    if (!t.runID) t.runID = str(d.run_id);
+  };
+
   P.runEnded = function (ev, d, status) {
+    // Messages still queued when the run ended never ran; their prompts
+    // still show.
+    while (this.queued.length) this.startQueued();
     // A run that ends before its first prompt (an ACP session closed at
     // once) has no turn to end: only a failure is worth a card.
     const t = this.turnOrIdle(ev);
@@ -651,9 +710,11 @@ window.CRModel = (function () {
       // its run cancelled); one the run's end cut short takes the run's.
       if (!t.ended && (!t.status || status !== 'completed')) t.status = status;
       if (status === 'completed' && code !== null && code !== 0) t.status = 'failed';
-      if (t.durationMs === null && num(r.duration_ms) !== null) t.durationMs = r.duration_ms;
-      if (t.cost === null && num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
-      if (!t.usage && d.usage && typeof d.usage === 'object') t.usage = d.usage;
+      // A live or terminal run's end sums its turns, which have their own.
+      const summed = this.runTurnsEnded.has(str(d.run_id));
+      if (!summed && t.durationMs === null && num(r.duration_ms) !== null) t.durationMs = r.duration_ms;
+      if (!summed && t.cost === null && num(d.total_cost_usd) !== null) t.cost = d.total_cost_usd;
+      if (!summed && !t.usage && d.usage && typeof d.usage === 'object') t.usage = d.usage;
       this.mark(ev, t);
       this.view.changed(t);
     }

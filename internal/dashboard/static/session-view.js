@@ -227,17 +227,20 @@ window.CRView = (function () {
     if (en.input !== undefined) node.appendChild(jsonDetails('Input', en.input));
   }
 
-  function resultNode(r) {
+  function resultNode(en) {
+    const r = en.result;
     const box = el('div', 'result-box');
     if (!r.text && r.images && r.images.length) {
       box.appendChild(images(r.images)); // an image is the whole output: shown, not folded
       return box;
     }
-    const det = el('details', 'result' + (r.isError ? ' error' : ''));
+    const failed = toolOutcome(en) === 'error';
+    const det = el('details', 'result' + (failed ? ' error' : ''));
     const lines = r.text ? r.text.split('\n').length : 0;
-    det.appendChild(el('summary', null, (r.isError ? 'Error' : 'Output') + ' (' + lines + (lines === 1 ? ' line)' : ' lines)')));
+    const what = failed ? 'Error' : r.isError ? 'What the model was told' : 'Output';
+    det.appendChild(el('summary', null, what + ' (' + lines + (lines === 1 ? ' line)' : ' lines)')));
     det.appendChild(preBlock(r.text || '(no output)'));
-    det.open = r.isError; // folded unless it failed
+    det.open = failed; // folded unless it failed
     box.appendChild(det);
     if (r.images && r.images.length) box.appendChild(images(r.images));
     return box;
@@ -252,8 +255,23 @@ window.CRView = (function () {
       st.className = 'state';
       return;
     }
-    st.textContent = r.isError ? 'error' : 'done';
-    st.className = 'state' + (r.isError ? ' error' : '');
+    const how = toolOutcome(en);
+    st.textContent = how;
+    st.className = 'state' + (how === 'error' ? ' error' : how === 'done' ? '' : ' stopped');
+  }
+
+  // The CLI's words for a tool call the user refused or stopped: not an
+  // error of the tool.
+  const REFUSED = /^The user doesn't want to proceed with this tool use/;
+
+  // toolOutcome says how a call with a result ended: done, error, denied
+  // (its approval said no) or stopped (the turn was interrupted under it).
+  function toolOutcome(en) {
+    const r = en.result;
+    if (!r.isError) return 'done';
+    const a = en.approval;
+    if (a && a.state === 'resolved' && (a.decision === 'deny' || a.decision === 'keep_planning')) return 'denied';
+    return REFUSED.test(r.text) ? 'stopped' : 'error';
   }
 
   function approvalNote(a) {
@@ -301,7 +319,7 @@ window.CRView = (function () {
     const note = approvalNote(en.approval);
     if (note) node._note.appendChild(note);
     node._results.replaceChildren();
-    if (en.result) node._results.appendChild(resultNode(en.result));
+    if (en.result) node._results.appendChild(resultNode(en));
     toolState(en, ctx);
   }
 

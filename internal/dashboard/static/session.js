@@ -471,7 +471,7 @@
     $('s-title').title = title;
     if (title) document.title = title.slice(0, 80) + ' · claude-relay';
     fact('s-project', M.str(s.project) || info.cwd);
-    fact('s-source', M.str(s.source) || info.source);
+    fact('s-source', C.fmtSource(M.str(s.source) || info.source));
     fact('s-model', M.str(s.model) || info.model);
     if (!session) return;
     for (const call of model.calls.values()) {
@@ -486,7 +486,10 @@
     const tok = $('s-tokens');
     tok.textContent = C.fmtInt(C.totalTokens(session.usage));
     tok.title = C.tokensTitle(session.usage);
-    $('s-cost').textContent = C.fmtCost(session.total_cost_usd);
+    // A terminal run's cost is the CLI's own record, written when it exits.
+    const costLater = session.source === 'terminal' && session.status === 'running' && !session.total_cost_usd;
+    $('s-cost').textContent = costLater ? '…' : C.fmtCost(session.total_cost_usd);
+    $('s-cost').title = costLater ? 'known when the terminal run ends' : '';
     const conv = M.str(session.external_conversation_id);
     // Resume only a conversation the model answered: a run that failed
     // before reaching it ("Not logged in") left nothing to continue.

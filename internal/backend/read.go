@@ -41,7 +41,7 @@ type eventsResponse struct {
 
 // statuses are the values ?status= accepts: the statuses, and stale
 // (running, but no event for store.StaleAfter; running then lists the rest).
-var statuses = []string{store.StatusRunning, store.StatusStale, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusUnknown}
+var statuses = []string{store.StatusRunning, store.StatusStale, store.StatusCompleted, store.StatusFailed, store.StatusCancelled, store.StatusInterrupted, store.StatusUnknown}
 
 // paramError is a query parameter the API cannot use: its name, the value
 // sent and what is allowed. It becomes a 400 with that sentence.

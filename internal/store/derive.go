@@ -27,7 +27,11 @@ const (
 	StatusCompleted = string(wire.StatusCompleted)
 	StatusFailed    = string(wire.StatusFailed)
 	StatusCancelled = string(wire.StatusCancelled)
-	StatusUnknown   = "unknown" // a session with no lifecycle event yet
+	// StatusInterrupted: the latest turn of a live or terminal run was
+	// stopped (relay.turn_completed interrupted) and the run waits for the
+	// next message.
+	StatusInterrupted = string(wire.StatusInterrupted)
+	StatusUnknown     = "unknown" // a session with no lifecycle event yet
 )
 
 // Facts is what the derivation rules read from one event. FactsOf parses
@@ -130,6 +134,9 @@ func FactsOf(ev Event) Facts {
 	case terminal && f.Lifecycle != "" && f.Lifecycle != StatusRunning:
 		f.Result = terminalEndOf(ev, obj)
 	}
+	if l := turnLifecycle(ev.EventType, obj); l != "" {
+		f.Lifecycle = l
+	}
 	listingFacts(&f, ev, obj, typ)
 	approvalFacts(&f, ev, obj)
 	return f
@@ -172,6 +179,24 @@ func LifecycleStatus(eventType string) string {
 		return StatusFailed
 	case EventRunCancelled:
 		return StatusCancelled
+	}
+	return ""
+}
+
+// turnLifecycle is the status a turn's start or end sets for its
+// interaction, "" for any other event: a live or terminal run runs a turn
+// from each message (relay.message_sent, a terminal's UserPromptSubmit
+// hook) and, between turns, is as its last turn ended (completed, failed,
+// interrupted), until the run's own end.
+func turnLifecycle(eventType string, obj map[string]json.RawMessage) string {
+	switch eventType {
+	case wire.TypeMessageSent, "hook.UserPromptSubmit":
+		return StatusRunning
+	case wire.TypeTurnCompleted:
+		switch st := jsonString(obj["status"]); st {
+		case StatusCompleted, StatusFailed, StatusInterrupted, StatusCancelled:
+			return st
+		}
 	}
 	return ""
 }
@@ -436,7 +461,7 @@ func (in *Interaction) Apply(ev Event, f Facts) {
 			(f.Lifecycle == in.Status && ts.Before(in.LifecycleAt)))) {
 		in.LifecycleSeq, in.Status, in.LifecycleAt = ev.Seq, f.Lifecycle, ts
 	}
-	if f.Lifecycle == StatusRunning && (in.StartedAt.IsZero() || ev.Seq < in.StartedSeq ||
+	if ev.EventType == EventRunStarted && (in.StartedAt.IsZero() || ev.Seq < in.StartedSeq ||
 		(ev.Seq == in.StartedSeq && ts.Before(in.StartedAt))) {
 		in.StartedSeq, in.StartedAt = ev.Seq, ts
 	}

@@ -79,7 +79,7 @@ func TestListingFacts(t *testing.T) {
 		{"acp run", store.EventRunStarted, `{"mode":"acp"}`, store.Facts{Lifecycle: store.StatusRunning, Source: store.SourceACP}},
 		{"background run", store.EventRunStarted, `{"mode":"other"}`, store.Facts{Lifecycle: store.StatusRunning, Source: store.SourceBackground}},
 		{"prompt hook", "hook.UserPromptSubmit", `{"prompt":"q","cwd":"/h"}`,
-			store.Facts{Prompt: "q", Cwd: "/h", CwdRank: store.CwdHook, Source: store.SourceTerminal}},
+			store.Facts{Lifecycle: store.StatusRunning, Prompt: "q", Cwd: "/h", CwdRank: store.CwdHook, Source: store.SourceTerminal}},
 		{"tool hook", "hook.PreToolUse", `{"tool_name":"Edit"}`, store.Facts{Tools: []string{"Edit"}, Source: store.SourceTerminal}},
 		{"transcript", "transcript.assistant", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Read"},{"type":"text","text":"x"},{"type":"tool_use","name":5}]}}`,
 			store.Facts{Tools: []string{"Read"}, Source: store.SourceTerminal}},

@@ -68,7 +68,9 @@ func (s *Store) Usage(ctx context.Context, q store.UsageQuery) ([]store.UsageRow
 				}
 				r.Usage = r.Usage.Add(m.Usage)
 				r.CostUSD += m.CostUSD
-				r.Results++
+				if !c.Result.CostOnly { // a terminal run's cost, not a turn
+					r.Results++
+				}
 				sessions[k][ss.info.ID] = true
 			}
 		}

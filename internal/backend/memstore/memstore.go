@@ -162,7 +162,9 @@ func (ss *session) apply(ev store.Event, f store.Facts, now time.Time) {
 		ss.results[f.Result.Key] = true
 		in.Usage = in.Usage.Add(f.Result.Usage)
 		in.CostUSD += f.Result.CostUSD
-		in.Turns++
+		if !f.Result.CostOnly {
+			in.Turns++
+		}
 		ss.counted = append(ss.counted, store.CountedResult{Key: f.Result.Key, EventID: ev.EventID, At: ev.Timestamp.UTC(), Result: f.Result})
 	}
 	ss.listing.Apply(ev, f)

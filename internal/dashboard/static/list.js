@@ -10,7 +10,7 @@
   const F = window.CRFmt;
   const PAGE = 50;
   // "stale": running, but no event for 35 minutes (the server's filter).
-  const STATUSES = ['running', 'stale', 'completed', 'failed', 'cancelled', 'unknown'];
+  const STATUSES = ['running', 'stale', 'completed', 'interrupted', 'failed', 'cancelled', 'unknown'];
   const SOURCES = window.CR.SOURCES;
   const DEBOUNCE_MS = 250;
   const REFRESH_MS = 300;

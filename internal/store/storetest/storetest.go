@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // wait bounds every wait for a notification.
@@ -488,9 +489,35 @@ func testStatus(t *testing.T, s store.Store) {
 		{"newest interaction without lifecycle events", func(sid string) []store.Event {
 			return []store.Event{
 				ev(sid, "i1", 1, store.EventRunStarted, 0, `{}`), ev(sid, "i1", 2, store.EventRunCompleted, 5, `{}`),
-				ev(sid, "i2", 1, "hook.UserPromptSubmit", h, `{}`),
+				ev(sid, "i2", 1, "assistant", h, `{}`),
 			}
 		}, store.StatusUnknown, -1, -1},
+		// A live run's turns (relay.message_sent starts one; the session
+		// is then as its last turn ended until the run's end).
+		{"live run between turns", func(sid string) []store.Event {
+			return []store.Event{
+				ev(sid, "i1", 1, store.EventRunStarted, 0, `{}`), ev(sid, "i1", 2, wire.TypeTurnCompleted, 5, `{"status":"completed"}`),
+			}
+		}, store.StatusCompleted, 0, 5},
+		{"live run's next turn", func(sid string) []store.Event {
+			return []store.Event{
+				ev(sid, "i1", 1, store.EventRunStarted, 0, `{}`), ev(sid, "i1", 2, wire.TypeTurnCompleted, 5, `{"status":"completed"}`),
+				ev(sid, "i2", 1, wire.TypeMessageSent, h, `{"prompt":"more"}`),
+			}
+		}, store.StatusRunning, -1, -1},
+		{"live run's turn interrupted", func(sid string) []store.Event {
+			return []store.Event{
+				ev(sid, "i1", 1, store.EventRunStarted, 0, `{}`), ev(sid, "i1", 2, wire.TypeTurnCompleted, 5, `{"status":"completed"}`),
+				ev(sid, "i2", 1, wire.TypeMessageSent, h, `{"prompt":"more"}`), ev(sid, "i2", 2, wire.TypeTurnCompleted, h+5, `{"status":"interrupted"}`),
+			}
+		}, store.StatusInterrupted, -1, h + 5},
+		{"terminal run's second prompt", func(sid string) []store.Event {
+			return []store.Event{
+				ev(sid, "i1", 1, store.EventRunStarted, 0, `{"mode":"terminal"}`), ev(sid, "i1", 2, "hook.UserPromptSubmit", 1, `{"prompt":"a"}`),
+				ev(sid, "i1", 3, wire.TypeTurnCompleted, 5, `{"mode":"terminal","status":"completed"}`),
+				ev(sid, "i1", 4, "hook.UserPromptSubmit", 6, `{"prompt":"b"}`),
+			}
+		}, store.StatusRunning, 0, -1},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -289,10 +289,9 @@ func checkRecord(t *testing.T, d *dashboard, cfg driveConfig, api *routedAPI) {
 // each says it counted since the previous one (the CLI's documented figure
 // to sum over a conversation), which must agree with the process's own
 // running total_cost_usd. Its one turn is completed. The run itself is open
-// for a follow-up (keep_alive) until "End" or its idle timeout: VS Code
-// calls it "completed" between turns (the Runs view, "Run completed"), but
-// a session's status follows the run's lifecycle events only, so the list
-// and the page say "running" until the run closes.
+// for a follow-up (keep_alive) until "End" or its idle timeout: between
+// turns a session is as its last turn ended, so the list and the page say
+// "completed", as VS Code's Runs view does.
 func backgroundWant(t *testing.T, s store.Session, r cliRecord, prompt string) sessionWant {
 	t.Helper()
 	t.Logf("session %s (%s): %d results, model_usage_since_last_result %+v ($%v), usage %+v, last total_cost_usd $%v, system/init model %q, ends %v",
@@ -309,7 +308,7 @@ func backgroundWant(t *testing.T, s store.Session, r cliRecord, prompt string) s
 	if len(r.ends) != 0 {
 		t.Errorf("session %s: the keep_alive run ended already (%v); it should wait for a follow-up", s.ID, r.ends)
 	}
-	return sessionWant{title: prompt, source: "background", status: "running", turns: int64(r.results),
+	return sessionWant{title: prompt, source: "background", status: "completed", turns: int64(r.results),
 		tokens: totalTokens(r.usage), cost: r.cost, model: r.model, prompts: []string{prompt}, statuses: []string{"completed"}}
 }
 
@@ -362,7 +361,7 @@ func terminalWant(t *testing.T, s store.Session, r cliRecord, prompt string) ses
 	}
 	t.Logf("session %s (%s): %d turns, tokens %+v, cost the turns carry $%v, model %q (backend: %d turns, %+v, $%v, %q)",
 		s.ID, prompt, len(r.turns), tokens, cost, model, s.Turns, s.Usage, s.CostUSD, s.Model)
-	return sessionWant{title: prompt, source: "terminal", status: "running", turns: int64(len(r.turns)),
+	return sessionWant{title: prompt, source: "terminal", status: "completed", turns: int64(len(r.turns)),
 		tokens: totalTokens(tokens), cost: cost, model: model, prompts: []string{prompt}, statuses: statuses}
 }
 

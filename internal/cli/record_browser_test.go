@@ -653,7 +653,7 @@ func (r *recordEnv) check(t *testing.T, name string, want recWant) {
 	abMust(t, chromedp.Do(ctx, chromedp.Navigate(r.url+"/")))
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && !!document.querySelector(`+abJSString(row)+`)`, 30*time.Second)
 	// The row follows the live feed: wait for the end to show.
-	statusJS := recJS(cell(want.id, ".status"))
+	statusJS := recJS(browser.ListCell(want.id, ".status"))
 	if !poll.Within(20*time.Second, func() bool {
 		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](statusJS))
 		return err == nil && strings.HasPrefix(s, want.status)
@@ -663,15 +663,15 @@ func (r *recordEnv) check(t *testing.T, name string, want recWant) {
 	got := map[string]string{}
 	for k, sel := range map[string]string{"title": ".title-link", "source": "td.source", "status": ".status", "turns": "td:nth-child(7)",
 		"tokens": "td:nth-child(8)", "cost": "td.cost", "model": "td.model"} {
-		got[k] = recEval[string](t, ctx, recJS(cell(want.id, sel)))
+		got[k] = browser.Eval[string](t, ctx, recJS(browser.ListCell(want.id, sel)))
 	}
 	r.mu.Lock()
 	r.table = append(r.table, [8]string{name, got["title"], got["source"], got["status"], got["turns"], got["tokens"], got["cost"], got["model"]})
 	r.mu.Unlock()
 	wantRow := map[string]string{"title": want.title, "source": want.source, "model": want.model,
-		"turns":  recEval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, want.turns)),
-		"tokens": recEval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, recTotal(want.usage))),
-		"cost":   recEval[string](t, ctx, fmt.Sprintf(`CRFmt.usd(%v)`, want.cost))}
+		"turns":  browser.Eval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, want.turns)),
+		"tokens": browser.Eval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, recTotal(want.usage))),
+		"cost":   browser.Eval[string](t, ctx, fmt.Sprintf(`CRFmt.usd(%v)`, want.cost))}
 	if want.stale {
 		wantRow["turns"], wantRow["tokens"], wantRow["cost"] = got["turns"], got["tokens"], got["cost"]
 	}
@@ -697,38 +697,38 @@ func (r *recordEnv) check(t *testing.T, name string, want recWant) {
 	}) {
 		t.Errorf("the last turn's status never read %q", last)
 	}
-	prompts := recEval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn')).map(e => (e.querySelector('.prompt') || {}).textContent || '')`)
-	statuses := recEval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => (e.querySelector('.status') || {}).textContent || '')`)
+	prompts := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn')).map(e => (e.querySelector('.prompt') || {}).textContent || '')`)
+	statuses := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => (e.querySelector('.status') || {}).textContent || '')`)
 	if !slices.Equal(prompts, want.prompts) {
 		t.Errorf("the page's turns show the prompts %q, want %q", prompts, want.prompts)
 	}
 	if want.statuses != nil && !slices.Equal(statuses, want.statuses) {
 		t.Errorf("the page's turns read %q, want %q", statuses, want.statuses)
 	}
-	head := recEval[[]string](t, ctx, `['s-title', 's-source', 's-status', 's-model', 's-turns', 's-tokens', 's-cost'].map(id => document.getElementById(id).textContent)`)
+	head := browser.Eval[[]string](t, ctx, `['s-title', 's-source', 's-status', 's-model', 's-turns', 's-tokens', 's-cost'].map(id => document.getElementById(id).textContent)`)
 	t.Logf("page header: title %q, source %q, status %q, model %q, turns %s, tokens %s, cost %s", head[0], head[1], head[2], head[3], head[4], head[5], head[6])
 	if head[0] != want.title || !strings.HasPrefix(head[2], want.status) || head[3] != want.model {
 		t.Errorf("the page's header: title %q, status %q, model %q; want %q, %q, %q", head[0], head[2], head[3], want.title, want.status, want.model)
 	}
 	if !want.stale {
-		wantTurns := recEval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, want.turns))
-		wantTokens := recEval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, recTotal(want.usage)))
-		wantCost := recEval[string](t, ctx, fmt.Sprintf(`CR.fmtCost(%v)`, want.cost))
+		wantTurns := browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, want.turns))
+		wantTokens := browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, recTotal(want.usage)))
+		wantCost := browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtCost(%v)`, want.cost))
 		if head[4] != wantTurns || head[5] != wantTokens || head[6] != wantCost {
 			t.Errorf("the page's header: %s turns, %s tokens, %s; want %s, %s, %s", head[4], head[5], head[6], wantTurns, wantTokens, wantCost)
 		}
 	}
-	stats := recEval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => e.textContent)`)
+	stats := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => e.textContent)`)
 	if want.perTurn != nil && len(stats) == len(want.perTurn) {
 		for i, f := range want.perTurn {
-			cost := recEval[string](t, ctx, fmt.Sprintf(`CR.fmtCost(%v)`, f.cost))
-			tokens := recEval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, recTotal(f.usage))) + " tokens"
+			cost := browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtCost(%v)`, f.cost))
+			tokens := browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, recTotal(f.usage))) + " tokens"
 			if !strings.Contains(stats[i], cost) || !strings.Contains(stats[i], tokens) {
 				t.Errorf("turn %d's card reads %q, want its own figures: %s, %s", i+1, stats[i], cost, tokens)
 			}
 		}
 	}
-	all := recEval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join('|')`)
+	all := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join('|')`)
 	for _, w := range want.says {
 		if !strings.Contains(all, w) {
 			t.Errorf("the page does not say %q:\n%s", w, all)
@@ -847,20 +847,6 @@ func recShot(t *testing.T, ctx context.Context, name string) {
 	p := filepath.Join(dir, name)
 	abMust(t, os.WriteFile(p, png, 0o644))
 	t.Logf("screenshot: %s", p)
-}
-
-func recEval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
-
-// cell is the text of a list row's cell (undefined when there is none).
-func cell(id, sel string) string {
-	return `(document.querySelector('#sessions tr[data-id=` + abJSString(id) + `] ` + sel + `') || {}).textContent`
 }
 
 // recJS makes cell's expression a string in every case.

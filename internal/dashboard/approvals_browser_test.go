@@ -209,31 +209,31 @@ func TestApprovalsInBrowser(t *testing.T) {
 
 	command := "for f in *.log; do\n  gzip -9 \"$f\"\ndone && echo compressed " + strings.Repeat("--verbose ", 30)
 	t.Run("a new approval: card, title and notification", func(t *testing.T) {
-		who := evalJS[string](t, ctx, `document.getElementById('who').textContent`)
+		who := browser.Eval[string](t, ctx, `document.getElementById('who').textContent`)
 		if !strings.Contains(who, "phone") || !strings.Contains(who, "approve") {
 			t.Errorf("who %q: want the login's name and its approve scope", who)
 		}
-		if hidden := evalJS[string](t, ctx, `String(document.getElementById('readonly').hidden)`); hidden != "true" {
+		if hidden := browser.Eval[string](t, ctx, `String(document.getElementById('readonly').hidden)`); hidden != "true" {
 			t.Errorf("the read-only note shows for an approve login")
 		}
-		if n := evalJS[string](t, ctx, `document.body.dataset.pendingApprovals`); n != "0" {
+		if n := browser.Eval[string](t, ctx, `document.body.dataset.pendingApprovals`); n != "0" {
 			t.Fatalf("pending at first: %s", n)
 		}
 		s.post("s-bash", apAsks("run-b", "ap-bash", "tool", "Bash", command, map[string]any{"command": command, "description": "Compress the logs"}, "allow", "allow_always", "deny"))
 		browser.WaitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash"))+`)`, 10*time.Second)
-		if got := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`).textContent`); got != command {
+		if got := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`).textContent`); got != command {
 			t.Errorf("command shown %q, want it in full: %q", got, command)
 		}
 		// Monospace and wrapped, not cut off.
-		style := evalJS[string](t, ctx, `(() => { const s = getComputedStyle(document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`)); return s.whiteSpace + ' ' + s.fontFamily; })()`)
+		style := browser.Eval[string](t, ctx, `(() => { const s = getComputedStyle(document.querySelector(`+jsString(apCard("ap-bash")+` .a-cmd`)+`)); return s.whiteSpace + ' ' + s.fontFamily; })()`)
 		if !strings.HasPrefix(style, "pre-wrap") || !strings.Contains(style, "monospace") {
 			t.Errorf("command style %q", style)
 		}
-		buttons := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-bash")+` .a-actions button`)+`)).map(b => b.textContent)`)
+		buttons := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-bash")+` .a-actions button`)+`)).map(b => b.textContent)`)
 		if strings.Join(buttons, ",") != "Allow,Always,Edit,Deny" {
 			t.Errorf("buttons %q", buttons)
 		}
-		session := evalJS[string](t, ctx, `(() => { const a = document.querySelector(`+jsString(apCard("ap-bash")+` a.a-session`)+`); return a.textContent + ' ' + a.getAttribute('href'); })()`)
+		session := browser.Eval[string](t, ctx, `(() => { const a = document.querySelector(`+jsString(apCard("ap-bash")+` a.a-session`)+`); return a.textContent + ' ' + a.getAttribute('href'); })()`)
 		if session != "tidy the logs /sessions/s-bash#approval-ap-bash" {
 			t.Errorf("session link %q", session)
 		}
@@ -241,11 +241,11 @@ func TestApprovalsInBrowser(t *testing.T) {
 		browser.WaitJS(t, ctx, `window.__notes.length === 1`, 10*time.Second)
 		bodyWant := string([]rune(strings.Join(strings.Fields(command), " "))[:119]) + "…"
 		var note struct{ Title, Body, Tag string }
-		must(t, json.Unmarshal([]byte(evalJS[string](t, ctx, `JSON.stringify(window.__notes[0])`)), &note))
+		must(t, json.Unmarshal([]byte(browser.Eval[string](t, ctx, `JSON.stringify(window.__notes[0])`)), &note))
 		if note.Title != "Claude wants to run Bash" || note.Body != bodyWant || note.Tag != "ap-bash" {
 			t.Errorf("notification %+v, want the title, body %q and tag ap-bash", note, bodyWant)
 		}
-		if n := evalJS[string](t, ctx, `String(window.__permissionAsks)`); n != "0" {
+		if n := browser.Eval[string](t, ctx, `String(window.__permissionAsks)`); n != "0" {
 			t.Errorf("the page asked for the notification permission %s times on its own", n)
 		}
 		// A click on it shows the approval.
@@ -266,35 +266,35 @@ func TestApprovalsInBrowser(t *testing.T) {
 			apAsks("run-q", "ap-plan", "plan", "ExitPlanMode", "Plan", map[string]any{"plan": "1. read the code\n2. <b>fix</b> it"}, "accept_edits", "default", "keep_planning"),
 		)
 		browser.WaitJS(t, ctx, `document.querySelectorAll('.approval').length === 4`, 10*time.Second)
-		order := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.approval')).map(c => c.dataset.approvalId)`)
+		order := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.approval')).map(c => c.dataset.approvalId)`)
 		if strings.Join(order, ",") != "ap-plan,ap-q,ap-edit,ap-bash" {
 			t.Errorf("cards in order %q, want newest first", order)
 		}
-		diff := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-edit")+` .a-diff .dl`)+`)).map(l => l.className + '|' + l.textContent)`)
+		diff := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-edit")+` .a-diff .dl`)+`)).map(l => l.className + '|' + l.textContent)`)
 		wantDiff := []string{"dl ctx|  one", "dl del|- two", "dl add|+ 2", "dl ctx|  three", "dl ctx|  four", "dl add|+ five"}
 		if strings.Join(diff, "\n") != strings.Join(wantDiff, "\n") {
 			t.Errorf("diff:\n%s\nwant:\n%s", strings.Join(diff, "\n"), strings.Join(wantDiff, "\n"))
 		}
-		if p := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-path`)+`).textContent`); p != "/work/project/main.go" {
+		if p := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-path`)+`).textContent`); p != "/work/project/main.go" {
 			t.Errorf("edit path %q", p)
 		}
-		qs := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-q")+` fieldset`)+`)).map(f =>
+		qs := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-q")+` fieldset`)+`)).map(f =>
 			f.querySelector('legend').textContent + ': ' + Array.from(f.querySelectorAll('label')).map(l => l.querySelector('input').type + ' ' + l.textContent).join(', '))`)
 		wantQs := []string{"ColorWhich color?: radio Redwarm, radio Blue", "Which sizes?: checkbox S, checkbox M, checkbox L"}
 		if strings.Join(qs, "\n") != strings.Join(wantQs, "\n") {
 			t.Errorf("questions:\n%s\nwant:\n%s", strings.Join(qs, "\n"), strings.Join(wantQs, "\n"))
 		}
-		if plan := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-plan")+` .a-plan`)+`).textContent`); plan != "1. read the code\n2. <b>fix</b> it" {
+		if plan := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-plan")+` .a-plan`)+`).textContent`); plan != "1. read the code\n2. <b>fix</b> it" {
 			t.Errorf("plan %q", plan)
 		}
-		buttons := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-plan")+` .a-actions button`)+`)).map(b => b.dataset.decision)`)
+		buttons := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll(`+jsString(apCard("ap-plan")+` .a-actions button`)+`)).map(b => b.dataset.decision)`)
 		if strings.Join(buttons, ",") != "accept_edits,default,keep_planning" {
 			t.Errorf("plan buttons %q", buttons)
 		}
 		browser.WaitJS(t, ctx, `document.title === "(4) claude-relay: approvals"`, 10*time.Second)
 		// Three new ones in one list: one notification each.
 		browser.WaitJS(t, ctx, `window.__notes.length === 4`, 10*time.Second)
-		titles := evalJS[[]string](t, ctx, `window.__notes.slice(1).map(n => n.title)`)
+		titles := browser.Eval[[]string](t, ctx, `window.__notes.slice(1).map(n => n.title)`)
 		want := "Claude wants to run Edit,Claude has a question for you,Claude wants to leave plan mode"
 		if strings.Join(titles, ",") != want {
 			t.Errorf("notifications %q, want %s", titles, want)
@@ -307,13 +307,13 @@ func TestApprovalsInBrowser(t *testing.T) {
 		a := s.apGet("ap-bash")
 		// The decision names the input the card showed, by its digest.
 		want := `{"url":"/api/approvals/ap-bash/decision","body":"{\"decision\":\"allow\",\"input_sha256\":\"` + a.InputSHA256 + `\"}"}`
-		if post := evalJS[string](t, ctx, `JSON.stringify(window.__posts.pop())`); a.InputSHA256 == "" || post != want {
+		if post := browser.Eval[string](t, ctx, `JSON.stringify(window.__posts.pop())`); a.InputSHA256 == "" || post != want {
 			t.Errorf("posted %s, want %s", post, want)
 		}
 		if a.Remote == nil || a.Remote.Decision != "allow" || a.Remote.By != "dashboard:phone" {
 			t.Errorf("stored decision %+v", a.Remote)
 		}
-		if hidden := evalJS[string](t, ctx, `String(document.querySelector(`+jsString(apCard("ap-bash")+` .a-actions`)+`).hidden)`); hidden != "true" {
+		if hidden := browser.Eval[string](t, ctx, `String(document.querySelector(`+jsString(apCard("ap-bash")+` .a-actions`)+`).hidden)`); hidden != "true" {
 			t.Errorf("the buttons still show after the decision")
 		}
 	})
@@ -352,7 +352,7 @@ func TestApprovalsInBrowser(t *testing.T) {
 		browser.WaitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-bash2"))+`)`, 10*time.Second)
 		apClick(t, ctx, apCard("ap-bash2")+` button.edit`)
 		ta := apCard("ap-bash2") + ` textarea`
-		if v := evalJS[string](t, ctx, `document.querySelector(`+jsString(ta)+`).value`); v != "rm -rf build" {
+		if v := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(ta)+`).value`); v != "rm -rf build" {
 			t.Errorf("the editor starts with %q", v)
 		}
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(ta)+`).value = 'rm -rf build/tmp'`)))
@@ -376,7 +376,7 @@ func TestApprovalsInBrowser(t *testing.T) {
 		// refreshed list, the page's has too.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__lists = 0; CRPending.onUpdate(() => window.__lists++); CRPending.refresh()`)))
 		browser.WaitJS(t, ctx, `window.__lists >= 2`, 10*time.Second)
-		if st := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-status`)+`).textContent`); st != "Already decided by api:laptop: deny" {
+		if st := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-edit")+` .a-status`)+`).textContent`); st != "Already decided by api:laptop: deny" {
 			t.Errorf("status after a refresh: %q", st)
 		}
 	})
@@ -385,13 +385,13 @@ func TestApprovalsInBrowser(t *testing.T) {
 		s.post("s-bash", apResolved("run-b", "ap-bash", "allow", "dashboard"))
 		item := `#resolved li[data-approval-id="ap-bash"]`
 		browser.WaitJS(t, ctx, `!document.querySelector(`+jsString(apCard("ap-bash"))+`) && !!document.querySelector(`+jsString(item)+`)`, 10*time.Second)
-		if got := evalJS[string](t, ctx, `document.querySelector(`+jsString(item+` .r-outcome`)+`).textContent`); got != "Allowed by dashboard:phone" {
+		if got := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(item+` .r-outcome`)+`).textContent`); got != "Allowed by dashboard:phone" {
 			t.Errorf("outcome %q", got)
 		}
 		// The run of the question and the plan ends: both leave, cancelled.
 		s.post("s-q", ev{"relay.run_completed", "relay", map[string]any{"run_id": "run-q", "status": "completed", "result": map[string]any{"exitCode": 0}}})
 		browser.WaitJS(t, ctx, `!document.querySelector(`+jsString(apCard("ap-q"))+`) && !!document.querySelector('#resolved li[data-approval-id="ap-q"]')`, 10*time.Second)
-		got := evalJS[string](t, ctx, `document.querySelector('#resolved li[data-approval-id="ap-q"]').textContent`)
+		got := browser.Eval[string](t, ctx, `document.querySelector('#resolved li[data-approval-id="ap-q"]').textContent`)
 		if !strings.Contains(got, "Cancelled") || !strings.Contains(got, "the run ended") {
 			t.Errorf("resolved by the run's end: %q", got)
 		}
@@ -406,7 +406,7 @@ func TestApprovalsInBrowser(t *testing.T) {
 		browser.WaitJS(t, ctx, `!!document.querySelector('#resolved li.target[data-approval-id="ap-plan"]')`, 10*time.Second)
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/approvals#no-such-approval")))
 		browser.WaitJS(t, ctx, `!document.getElementById('missing').hidden`, 10*time.Second)
-		if msg := evalJS[string](t, ctx, `document.getElementById('missing').textContent`); !strings.Contains(msg, "no-such-approval") {
+		if msg := browser.Eval[string](t, ctx, `document.getElementById('missing').textContent`); !strings.Contains(msg, "no-such-approval") {
 			t.Errorf("missing approval note %q", msg)
 		}
 	})
@@ -414,14 +414,14 @@ func TestApprovalsInBrowser(t *testing.T) {
 	t.Run("event text is never markup", func(t *testing.T) {
 		s.post("s-bash", apAsks("run-b", "ap-xss", "tool", "mcp__x__"+xss, xss, map[string]any{"html": xss, "pwn": `<script>window.__pwned=1</script>`}, "allow", "deny"))
 		browser.WaitJS(t, ctx, `!!document.querySelector(`+jsString(apCard("ap-xss"))+`)`, 10*time.Second)
-		got := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-xss"))+`).textContent`)
+		got := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-xss"))+`).textContent`)
 		if !strings.Contains(got, xss) || !strings.Contains(got, "mcp__x__"+xss) {
 			t.Errorf("card text %q lacks the literal %q", got, xss)
 		}
-		if n := evalJS[string](t, ctx, `String(document.querySelectorAll('main img, main script').length)`); n != "0" {
+		if n := browser.Eval[string](t, ctx, `String(document.querySelectorAll('main img, main script').length)`); n != "0" {
 			t.Errorf("%s <img>/<script> elements in the page", n)
 		}
-		if p := evalJS[string](t, ctx, `String(window.__pwned)`); p != "undefined" {
+		if p := browser.Eval[string](t, ctx, `String(window.__pwned)`); p != "undefined" {
 			t.Errorf("a script from the approval ran")
 		}
 		if d := tab.Dialogs(); len(d) > 0 {
@@ -433,7 +433,7 @@ func TestApprovalsInBrowser(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/")))
 		browser.WaitJS(t, ctx, `document.body.dataset.pendingApprovals === "1"`, 10*time.Second)
 		browser.WaitJS(t, ctx, `document.title.startsWith("(1) ")`, 10*time.Second)
-		badge := evalJS[string](t, ctx, `(() => { const b = document.querySelector('header.top #approvals-badge'); return b.textContent + ' ' + b.getAttribute('href'); })()`)
+		badge := browser.Eval[string](t, ctx, `(() => { const b = document.querySelector('header.top #approvals-badge'); return b.textContent + ' ' + b.getAttribute('href'); })()`)
 		if badge != "Approvals 1 /approvals" {
 			t.Errorf("badge %q", badge)
 		}
@@ -443,7 +443,7 @@ func TestApprovalsInBrowser(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.title = 'a title of its own'`)))
 		browser.WaitJS(t, ctx, `document.title.startsWith("(1) ")`, 10*time.Second)
 		// Nobody was notified twice across the page loads.
-		if n := evalJS[string](t, ctx, `String(window.__notes.length)`); n != "0" {
+		if n := browser.Eval[string](t, ctx, `String(window.__notes.length)`); n != "0" {
 			t.Errorf("%s notifications again after a page load", n)
 		}
 	})
@@ -456,7 +456,7 @@ func TestApprovalsInBrowser(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		browser.WaitJS(t, ctx, `window.__polls.length >= 2`, 10*time.Second)
-		polls := evalJS[string](t, ctx, `JSON.stringify(window.__polls)`)
+		polls := browser.Eval[string](t, ctx, `JSON.stringify(window.__polls)`)
 		var at []float64
 		must(t, json.Unmarshal([]byte(polls), &at))
 		for i := 1; i < len(at); i++ {
@@ -478,18 +478,18 @@ func TestApprovalsInBrowser(t *testing.T) {
 // decide.
 func TestApprovalsReadOnlyLogin(t *testing.T) {
 	tab, ctx := apOpenOne(t, newApprovalsSite(t), apViewerToken)
-	if cmd := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-cmd`)+`).textContent`); cmd != "make clean" {
+	if cmd := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-cmd`)+`).textContent`); cmd != "make clean" {
 		t.Errorf("command %q", cmd)
 	}
-	visible := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.approval button')).filter(b => b.offsetParent !== null).map(b => b.textContent)`)
+	visible := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.approval button')).filter(b => b.offsetParent !== null).map(b => b.textContent)`)
 	if len(visible) > 0 {
 		t.Errorf("buttons shown to a read-only login: %q", visible)
 	}
-	note := evalJS[string](t, ctx, `(() => { const n = document.getElementById('readonly'); return n.hidden ? '' : n.textContent.replace(/\s+/g, ' ').trim(); })()`)
+	note := browser.Eval[string](t, ctx, `(() => { const n = document.getElementById('readonly'); return n.hidden ? '' : n.textContent.replace(/\s+/g, ' ').trim(); })()`)
 	if note != "This login can't approve: create a token with claude-relay token create --scope approve and log in with it" {
 		t.Errorf("note %q", note)
 	}
-	if who := evalJS[string](t, ctx, `document.getElementById('who').textContent`); !strings.Contains(who, "viewer") || strings.Contains(who, "approve") {
+	if who := browser.Eval[string](t, ctx, `document.getElementById('who').textContent`); !strings.Contains(who, "viewer") || strings.Contains(who, "approve") {
 		t.Errorf("who %q", who)
 	}
 	if e := tab.Exceptions(); len(e) > 0 {
@@ -508,7 +508,7 @@ func TestNotificationPermissionOnClick(t *testing.T) {
 	must(t, err)
 	apLogin(t, ctx, s.url, apViewerToken)
 	browser.WaitJS(t, ctx, `!!document.getElementById('notify-enable') && !document.getElementById('notify-enable').hidden`, 10*time.Second)
-	if n := evalJS[string](t, ctx, `String(window.__permissionAsks)`); n != "0" {
+	if n := browser.Eval[string](t, ctx, `String(window.__permissionAsks)`); n != "0" {
 		t.Errorf("asked %s times before any click", n)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__permission = 'granted'`)))
@@ -532,13 +532,13 @@ func TestPendingQuietOnOldBackend(t *testing.T) {
 	// Nothing asks again: not a refresh, not the feed.
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`CRPending.refresh()`)))
 	time.Sleep(1500 * time.Millisecond)
-	if n := evalJS[string](t, ctx, `String(window.__polls.length)`); n != "1" {
+	if n := browser.Eval[string](t, ctx, `String(window.__polls.length)`); n != "1" {
 		t.Errorf("%s list requests to a backend that has no approvals API", n)
 	}
-	if b := evalJS[string](t, ctx, `(() => { const b = document.getElementById('approvals-badge'); return b && b.querySelector('.n') && !b.querySelector('.n').hidden ? b.textContent : ''; })()`); b != "" {
+	if b := browser.Eval[string](t, ctx, `(() => { const b = document.getElementById('approvals-badge'); return b && b.querySelector('.n') && !b.querySelector('.n').hidden ? b.textContent : ''; })()`); b != "" {
 		t.Errorf("badge %q shown", b)
 	}
-	if msg := evalJS[string](t, ctx, `document.getElementById('api-error').textContent`); !strings.Contains(msg, "no approvals API") {
+	if msg := browser.Eval[string](t, ctx, `document.getElementById('api-error').textContent`); !strings.Contains(msg, "no approvals API") {
 		t.Errorf("the approvals page says %q", msg)
 	}
 	if e := tab.Exceptions(); len(e) > 0 {
@@ -561,13 +561,13 @@ func TestApprovalsRefusedShowsWhy(t *testing.T) {
 	_, ctx := apOpenOne(t, s, apPhoneToken)
 	apClick(t, ctx, apCard("ap-1")+` button[data-decision="allow"]`)
 	apWaitStatus(t, ctx, "ap-1", "refused: this decision comes from a process started by a claude-relay run (pid 4242)")
-	if cls := evalJS[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-status`)+`).className`); cls != "a-status error" {
+	if cls := browser.Eval[string](t, ctx, `document.querySelector(`+jsString(apCard("ap-1")+` .a-status`)+`).className`); cls != "a-status error" {
 		t.Errorf("status class %q", cls)
 	}
 	if a := s.apGet("ap-1"); a.State != "pending" || a.Remote != nil {
 		t.Errorf("after the refusal: %+v", a)
 	}
-	if hidden := evalJS[string](t, ctx, `String(document.querySelector(`+jsString(apCard("ap-1")+` .a-actions`)+`).hidden)`); hidden != "false" {
+	if hidden := browser.Eval[string](t, ctx, `String(document.querySelector(`+jsString(apCard("ap-1")+` .a-actions`)+`).hidden)`); hidden != "false" {
 		t.Errorf("the buttons went away after a refusal")
 	}
 }

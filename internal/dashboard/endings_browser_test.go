@@ -45,13 +45,13 @@ func TestStoppedTurnIsInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.querySelectorAll('.entry.turn').length === 2`, 20*time.Second)
-	stats := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => e.textContent)`)
+	stats := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => e.textContent)`)
 	for i, st := range stats {
 		if !strings.HasPrefix(st, "interrupted") {
 			t.Errorf("turn %d stats %q, want interrupted", i+1, st)
 		}
 	}
-	all := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join('|')`)
+	all := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join('|')`)
 	for _, want := range []string{"stopped from the editor", "run cancelled", "closed by the client during a turn"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the timeline does not say %q:\n%s", want, all)

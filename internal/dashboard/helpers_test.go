@@ -90,16 +90,6 @@ func loginAs(tb testing.TB, ctx context.Context, loginURL, tok, ready string) {
 	browser.WaitJS(tb, ctx, ready, 20*time.Second)
 }
 
-// evalJS evaluates expr in the page.
-func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
-
 // pressKey presses a key as a keyboard does: one keyDown that carries its
 // text, so a page that cancels the keydown gets no character (chromedp's
 // KeyEvent sends the character as a separate event that no handler can

@@ -118,10 +118,6 @@ const xssDir = `<img src=x onerror=alert(2)>`
 // rowIDs is the session IDs of the list's rows, in order.
 const rowIDs = `Array.from(document.querySelectorAll('#sessions tbody tr')).map(r => r.dataset.id)`
 
-func cell(id, sel string) string {
-	return fmt.Sprintf(`(document.querySelector('#sessions tr[data-id=%q] %s') || {}).textContent`, id, sel)
-}
-
 // TestSessionListInBrowser: the list tells sessions apart (title, project,
 // source, model), searches and filters on the server, keeps its state in
 // the URL, pages with "Load more", and updates live.
@@ -176,7 +172,7 @@ func TestSessionListInBrowser(t *testing.T) {
 			{"acp-1", "td.model", "claude-opus-4-1"},
 			{"acp-1", ".status", "running"},
 		} {
-			got, err := chromedp.Run(ctx, chromedp.Evaluate[string](cell(c.id, c.sel)))
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[string](browser.ListCell(c.id, c.sel)))
 			if err != nil || got != c.want {
 				t.Errorf("%s %s: %q (%v), want %q", c.id, c.sel, got, err, c.want)
 			}
@@ -196,11 +192,11 @@ func TestSessionListInBrowser(t *testing.T) {
 	})
 
 	t.Run("event text is never HTML", func(t *testing.T) {
-		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](cell("xss-1", ".title-link")))
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](browser.ListCell("xss-1", ".title-link")))
 		if err != nil || got != xss {
 			t.Errorf("title %q (%v), want the literal %q", got, err, xss)
 		}
-		proj, err := chromedp.Run(ctx, chromedp.Evaluate[string](cell("xss-1", "td.project")))
+		proj, err := chromedp.Run(ctx, chromedp.Evaluate[string](browser.ListCell("xss-1", "td.project")))
 		if err != nil || proj != xssDir {
 			t.Errorf("project %q (%v), want the literal basename", proj, err)
 		}
@@ -213,7 +209,7 @@ func TestSessionListInBrowser(t *testing.T) {
 	t.Run("live status and new sessions", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.__noReload = 1`)))
 		s.post("acp-1", resultCost("conv-acp-1", 0.5, 100, 10), runCompleted("run-acp-1"))
-		browser.WaitJS(t, ctx, cell("acp-1", ".status")+` === "completed"`, 10*time.Second)
+		browser.WaitJS(t, ctx, browser.ListCell("acp-1", ".status")+` === "completed"`, 10*time.Second)
 		s.post("live-new", runStarted("run-live", "Profile the slow query", "/work/webapp", "claude-sonnet-4-5", ""))
 		browser.WaitJS(t, ctx, rowIDs+`[0] === "live-new"`, 10*time.Second)
 		same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__noReload === 1`))
@@ -356,7 +352,7 @@ func TestSessionListEmpty(t *testing.T) {
 	browser.WaitJS(t, tab.Ctx, rowIDs+`.join() === "first" && document.getElementById('empty').hidden`, 10*time.Second)
 	// A session with no prompt yet goes by its ID.
 	s.post("no-prompt-yet", initEvent("c-untitled"))
-	browser.WaitJS(t, tab.Ctx, cell("no-prompt-yet", ".title-link.untitled")+` === "no-prompt-yet"`, 10*time.Second)
+	browser.WaitJS(t, tab.Ctx, browser.ListCell("no-prompt-yet", ".title-link.untitled")+` === "no-prompt-yet"`, 10*time.Second)
 	noScriptErrors(t, tab, "401")
 }
 

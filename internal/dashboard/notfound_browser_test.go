@@ -37,18 +37,18 @@ func TestPagesDoNotContradictThemselves(t *testing.T) {
 	ctx := tab.Ctx
 
 	spOpen(t, tab, s, "/sessions/nologin")
-	labels := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry .meta .kind')).map(e => e.textContent)`)
+	labels := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry .meta .kind')).map(e => e.textContent)`)
 	joined := strings.Join(labels, "|")
 	if strings.Contains(joined, "result: success") || !strings.Contains(joined, "result: error") {
 		t.Errorf("the failed run's cards are labelled %q; want \"result: error\", never \"result: success\"", labels)
 	}
-	if hidden := evalJS[bool](t, ctx, `document.getElementById('resume').hidden`); !hidden {
+	if hidden := browser.Eval[bool](t, ctx, `document.getElementById('resume').hidden`); !hidden {
 		t.Errorf("resume is offered for a conversation the model never answered")
 	}
 	// The header agrees with its one turn (800 ms by the CLI's account,
 	// though its events arrived within a millisecond).
-	if head, turn := evalJS[string](t, ctx, `document.getElementById('s-duration').textContent`),
-		evalJS[string](t, ctx, `document.querySelector('#timeline .entry.turn .stat').textContent`); head != turn {
+	if head, turn := browser.Eval[string](t, ctx, `document.getElementById('s-duration').textContent`),
+		browser.Eval[string](t, ctx, `document.querySelector('#timeline .entry.turn .stat').textContent`); head != turn {
 		t.Errorf("header duration %q, its only turn %q", head, turn)
 	}
 	screenshot(t, tab, "session-not-logged-in.png", 1100, 700)
@@ -63,13 +63,13 @@ func TestPagesDoNotContradictThemselves(t *testing.T) {
 	} {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+tt.path)))
 		browser.WaitJS(t, ctx, `!!document.getElementById('nf-title')`, 10*time.Second)
-		if got := evalJS[string](t, ctx, `document.getElementById('nf-title').textContent`); got != tt.title {
+		if got := browser.Eval[string](t, ctx, `document.getElementById('nf-title').textContent`); got != tt.title {
 			t.Errorf("%s: title %q, want %q", tt.path, got, tt.title)
 		}
-		if got := evalJS[string](t, ctx, `document.getElementById('nf-q').value`); got != tt.query {
+		if got := browser.Eval[string](t, ctx, `document.getElementById('nf-q').value`); got != tt.query {
 			t.Errorf("%s: search box %q, want %q", tt.path, got, tt.query)
 		}
-		if got := evalJS[string](t, ctx, `document.getElementById('nf-back').getAttribute('href')`); got != "/" {
+		if got := browser.Eval[string](t, ctx, `document.getElementById('nf-back').getAttribute('href')`); got != "/" {
 			t.Errorf("%s: way back %q", tt.path, got)
 		}
 		if tt.query != "" {

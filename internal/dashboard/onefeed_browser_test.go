@@ -38,9 +38,9 @@ func TestSessionListHoldsOneStream(t *testing.T) {
 	login(t, ctx, s.url)
 	browser.WaitJS(t, ctx, `document.body.textContent.includes("only one feed") && window.__streams.length > 0`, 20*time.Second)
 	time.Sleep(time.Second) // the badge's first poll and any second feed would be under way
-	open := evalJS[int](t, ctx, `window.__streams.filter(es => es.readyState !== 2 && es.url.endsWith("/api/stream")).length`)
+	open := browser.Eval[int](t, ctx, `window.__streams.filter(es => es.readyState !== 2 && es.url.endsWith("/api/stream")).length`)
 	if open != 1 {
 		t.Errorf("the list page holds %d /api/stream feeds, want 1 (%s)", open,
-			evalJS[string](t, ctx, `JSON.stringify(window.__streams.map(es => [es.url, es.readyState]))`))
+			browser.Eval[string](t, ctx, `JSON.stringify(window.__streams.map(es => [es.url, es.readyState]))`))
 	}
 }

@@ -74,10 +74,10 @@ func TestACPSessionPrompts(t *testing.T) {
 	ctx := tab.Ctx
 	login(t, ctx, s.url)
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
-	if got := evalJS[string](t, ctx, cell("acp-prompts", ".title-link")); got != first {
+	if got := browser.Eval[string](t, ctx, browser.ListCell("acp-prompts", ".title-link")); got != first {
 		t.Errorf("list row title %q, want the first prompt %q", got, first)
 	}
-	if got := evalJS[string](t, ctx, cell("acp-prompts", "td.source")); got != "ACP" {
+	if got := browser.Eval[string](t, ctx, browser.ListCell("acp-prompts", "td.source")); got != "ACP" {
 		t.Errorf("list row source %q, want ACP", got)
 	}
 
@@ -85,7 +85,7 @@ func TestACPSessionPrompts(t *testing.T) {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.querySelectorAll('.entry.turn').length === 3`, 20*time.Second)
-	prompts := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
+	prompts := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
 	want := []string{
 		"Explain why the parser test is flaky in @/work/zed-project/parser_test.go\n\n@/work/zed-project/notes.md",
 		"shot.png (PNG, 120.0 KiB)",
@@ -94,23 +94,23 @@ func TestACPSessionPrompts(t *testing.T) {
 	if strings.Join(prompts, "|") != strings.Join(want, "|") {
 		t.Errorf("turn prompts %q,\nwant %q", prompts, want)
 	}
-	if n := evalJS[int](t, ctx, `document.querySelectorAll('.prompt.missing').length`); n != 0 {
+	if n := browser.Eval[int](t, ctx, `document.querySelectorAll('.prompt.missing').length`); n != 0 {
 		t.Errorf("%d turns without their prompt, want none (the idle start makes no turn)", n)
 	}
-	if got := evalJS[string](t, ctx, `document.querySelector('#timeline > .entry').className`); got != "entry turn" {
+	if got := browser.Eval[string](t, ctx, `document.querySelector('#timeline > .entry').className`); got != "entry turn" {
 		t.Errorf("first card %q, want the first prompt's turn", got)
 	}
-	if got := evalJS[string](t, ctx, `document.getElementById('s-title').textContent`); got != first {
+	if got := browser.Eval[string](t, ctx, `document.getElementById('s-title').textContent`); got != first {
 		t.Errorf("header title %q, want %q", got, first)
 	}
-	stats := evalJS[string](t, ctx, `document.querySelectorAll('.entry.turn')[2].querySelector('.turn-stats').textContent`)
+	stats := browser.Eval[string](t, ctx, `document.querySelectorAll('.entry.turn')[2].querySelector('.turn-stats').textContent`)
 	// Its run was closed after the turn completed (an ACP client closing
 	// stdin while idle; helpers before event schema 2 said "cancelled"):
 	// the turn stays completed, and the close is a minor note.
 	if !strings.Contains(stats, "completed") {
 		t.Errorf("last turn's stats %q, want completed: the run was closed while idle", stats)
 	}
-	if got := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join('|')`); !strings.Contains(got, "closed between turns") {
+	if got := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join('|')`); !strings.Contains(got, "closed between turns") {
 		t.Errorf("the timeline %q does not say the run was closed between turns", got)
 	}
 
@@ -118,7 +118,7 @@ func TestACPSessionPrompts(t *testing.T) {
 		t.Fatal(err)
 	}
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready"`, 20*time.Second)
-	if n := evalJS[int](t, ctx, `document.querySelectorAll('#timeline > .entry').length`); n != 0 {
+	if n := browser.Eval[int](t, ctx, `document.querySelectorAll('#timeline > .entry').length`); n != 0 {
 		t.Errorf("an idle session shows %d cards, want none", n)
 	}
 	noScriptErrors(t, tab, "401", "/api/approvals")

@@ -153,21 +153,21 @@ func TestSessionConversation(t *testing.T) {
 	spOpen(t, tab, s, "/sessions/bg")
 
 	t.Run("prompt first, grouped by turn", func(t *testing.T) {
-		first := evalJS[string](t, ctx, `(() => { const n = document.querySelector('#timeline > .entry'); return n.className + ': ' + (n.querySelector('.prompt') || {}).textContent; })()`)
+		first := browser.Eval[string](t, ctx, `(() => { const n = document.querySelector('#timeline > .entry'); return n.className + ': ' + (n.querySelector('.prompt') || {}).textContent; })()`)
 		if first != "entry turn: Tidy the logs, then fix the parser" {
 			t.Errorf("first card %q, want the prompt's turn", first)
 		}
-		prompts := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
+		prompts := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
 		if strings.Join(prompts, "|") != "Tidy the logs, then fix the parser|Now add a test" {
 			t.Errorf("turn prompts %q", prompts)
 		}
-		stats := evalJS[string](t, ctx, `document.querySelector('.entry.turn .turn-stats').textContent`)
+		stats := browser.Eval[string](t, ctx, `document.querySelector('.entry.turn .turn-stats').textContent`)
 		for _, want := range []string{"completed", "1m 23s", "$0.0421"} {
 			if !strings.Contains(stats, want) {
 				t.Errorf("first turn's stats %q lack %q", stats, want)
 			}
 		}
-		head := evalJS[string](t, ctx, `document.getElementById('s-title').textContent + '|' + document.getElementById('s-project').textContent + '|' + document.getElementById('s-source').textContent + '|' + document.getElementById('s-model').textContent`)
+		head := browser.Eval[string](t, ctx, `document.getElementById('s-title').textContent + '|' + document.getElementById('s-project').textContent + '|' + document.getElementById('s-source').textContent + '|' + document.getElementById('s-model').textContent`)
 		if head != "Tidy the logs, then fix the parser|/work/project|background|claude-sonnet-4-5" {
 			t.Errorf("header %q", head)
 		}
@@ -175,14 +175,14 @@ func TestSessionConversation(t *testing.T) {
 
 	t.Run("markdown", func(t *testing.T) {
 		browser.WaitJS(t, ctx, `!!document.querySelector('.entry.assistant .md h1')`, 10*time.Second)
-		got := evalJS[string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
+		got := browser.Eval[string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
 			return [md.querySelector('h1').textContent, md.querySelectorAll('ul > li').length, md.querySelector('li strong').textContent,
 			  md.querySelector('pre.hl-chroma .hl-kd').textContent].join('|'); })()`)
 		if got != "Plan|2|fix|func" {
 			t.Errorf("rendered markdown %q", got)
 		}
 		// Highlighted: the keyword has the theme's colour, not the text's.
-		colors := evalJS[[]string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
+		colors := browser.Eval[[]string](t, ctx, `(() => { const md = document.querySelector('.entry.assistant .md');
 			return [getComputedStyle(md.querySelector('.hl-kd')).color, getComputedStyle(md.querySelector('p, li')).color]; })()`)
 		if colors[0] == colors[1] {
 			t.Errorf("the code keyword is not coloured: %v", colors)
@@ -190,7 +190,7 @@ func TestSessionConversation(t *testing.T) {
 	})
 
 	t.Run("tool call with its result folded", func(t *testing.T) {
-		got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_bash"]');
+		got := browser.Eval[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_bash"]');
 			const d = n.querySelector('details.result');
 			return [n.querySelector('.title').textContent, n.querySelector('.state').textContent, d.open, d.querySelector('pre').textContent,
 			  n.querySelector('.approval-note').textContent].join('|'); })()`)
@@ -198,18 +198,18 @@ func TestSessionConversation(t *testing.T) {
 			t.Errorf("bash card %q", got)
 		}
 		// The result event has no card of its own.
-		if n := evalJS[int](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => e.textContent.includes('auth.log')).length`); n != 1 {
+		if n := browser.Eval[int](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => e.textContent.includes('auth.log')).length`); n != 1 {
 			t.Errorf("the output shows in %d cards, want 1", n)
 		}
 	})
 
 	t.Run("edit as a diff", func(t *testing.T) {
-		got := evalJS[string](t, ctx, `(() => { const d = document.querySelector('.entry.tool[data-tool-use-id="toolu_edit"] .diff');
+		got := browser.Eval[string](t, ctx, `(() => { const d = document.querySelector('.entry.tool[data-tool-use-id="toolu_edit"] .diff');
 			return Array.from(d.querySelectorAll('.dl')).map(l => l.className.replace('dl ', '') + ':' + l.textContent).join(','); })()`)
 		if got != "ctx: a,del:-b,add:+B,ctx: c,add:+d" {
 			t.Errorf("edit diff %q", got)
 		}
-		write := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_write"] .diff .dl')).map(l => l.className.replace('dl ', '')).join(',')`)
+		write := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_write"] .diff .dl')).map(l => l.className.replace('dl ', '')).join(',')`)
 		if write != "add,add,add" {
 			t.Errorf("write diff %q, want every line added", write)
 		}
@@ -217,14 +217,14 @@ func TestSessionConversation(t *testing.T) {
 
 	t.Run("image from a tool result", func(t *testing.T) {
 		browser.WaitJS(t, ctx, `(() => { const i = document.querySelector('.entry.tool[data-tool-use-id="toolu_img"] .images img'); return !!i && i.complete && i.naturalWidth === 1; })()`, 10*time.Second)
-		src := evalJS[string](t, ctx, `document.querySelector('.entry.tool[data-tool-use-id="toolu_img"] .images img').getAttribute('src')`)
+		src := browser.Eval[string](t, ctx, `document.querySelector('.entry.tool[data-tool-use-id="toolu_img"] .images img').getAttribute('src')`)
 		if src != "data:image/png;base64,"+spPNG {
 			t.Errorf("image src %q", src)
 		}
 	})
 
 	t.Run("subagent calls nested", func(t *testing.T) {
-		got := evalJS[string](t, ctx, `(() => { const task = document.querySelector('#timeline > .entry.tool[data-tool-use-id="toolu_task"]');
+		got := browser.Eval[string](t, ctx, `(() => { const task = document.querySelector('#timeline > .entry.tool[data-tool-use-id="toolu_task"]');
 			const kids = task.querySelector('.children');
 			return [task.querySelector('.title').textContent,
 			  Array.from(kids.querySelectorAll(':scope > .entry')).map(e => e.className.replace('entry ', '')).join('+'),
@@ -236,14 +236,14 @@ func TestSessionConversation(t *testing.T) {
 	})
 
 	t.Run("thinking folded", func(t *testing.T) {
-		got := evalJS[string](t, ctx, `(() => { const d = document.querySelector('.entry.thinking details'); return d.open + '|' + d.querySelector('summary').textContent; })()`)
+		got := browser.Eval[string](t, ctx, `(() => { const d = document.querySelector('.entry.thinking details'); return d.open + '|' + d.querySelector('summary').textContent; })()`)
 		if got != "false|The user wants the logs first." {
 			t.Errorf("thinking %q", got)
 		}
 	})
 
 	t.Run("approvals", func(t *testing.T) {
-		got := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.approval-card')).map(a => a.className + '|' + a.querySelector('.outcome').textContent + '|' + ((a.querySelector('a.decide') || {}).href || ''))`)
+		got := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.approval-card')).map(a => a.className + '|' + a.querySelector('.outcome').textContent + '|' + ((a.querySelector('a.decide') || {}).href || ''))`)
 		if len(got) != 2 || !strings.Contains(got[0], "is-resolved|Allowed by dashboard (phone)") ||
 			!strings.Contains(got[1], "is-pending|waiting for a decisionDecide|"+s.url+"/approvals#ap-2") {
 			t.Errorf("approval cards %q", got)
@@ -256,7 +256,7 @@ func TestSessionConversation(t *testing.T) {
 	})
 
 	t.Run("noise hidden, shown by the toggle", func(t *testing.T) {
-		body := evalJS[string](t, ctx, `document.getElementById('timeline').textContent`)
+		body := browser.Eval[string](t, ctx, `document.getElementById('timeline').textContent`)
 		for _, noise := range []string{"control_response", "can_use_tool", "hook-noise-8812", "stderr-chatter-5531"} {
 			if strings.Contains(body, noise) {
 				t.Errorf("the conversation shows %q", noise)
@@ -264,7 +264,7 @@ func TestSessionConversation(t *testing.T) {
 		}
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('show-all').click()`)))
 		browser.WaitJS(t, ctx, fmt.Sprintf(`document.querySelectorAll('#timeline > .entry.raw').length === %d`, len(fixture)), 10*time.Second)
-		kinds := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.raw .meta .kind')).map(k => k.textContent).join(',')`)
+		kinds := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.raw .meta .kind')).map(k => k.textContent).join(',')`)
 		for _, want := range []string{"control_response · agent", "control_request · agent", "relay.stderr · relay", "system · agent"} {
 			if !strings.Contains(kinds, want) {
 				t.Errorf("raw view lacks %q: %s", want, kinds)
@@ -275,14 +275,14 @@ func TestSessionConversation(t *testing.T) {
 	})
 
 	t.Run("permalinks", func(t *testing.T) {
-		ids := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => !/^c\d+$/.test(e.id)).map(e => e.className).join(',')`)
+		ids := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).filter(e => !/^c\d+$/.test(e.id)).map(e => e.className).join(',')`)
 		if ids != "" {
 			t.Errorf("cards without an anchor: %s", ids)
 		}
 		// The Edit's result event links to the Edit's card.
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/bg#c13")))
 		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === "13"`, 20*time.Second)
-		got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); const r = n.getBoundingClientRect();
+		got := browser.Eval[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); const r = n.getBoundingClientRect();
 			return n.dataset.toolUseId + '|' + (r.top >= 0 && r.bottom <= innerHeight); })()`)
 		if got != "toolu_edit|true" {
 			t.Errorf("target %q, want the Edit's card on screen", got)
@@ -290,7 +290,7 @@ func TestSessionConversation(t *testing.T) {
 		// A hidden event opens the raw view at it.
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/bg#c2")))
 		browser.WaitJS(t, ctx, `document.body.dataset.target === "2"`, 20*time.Second)
-		got = evalJS[string](t, ctx, `document.body.dataset.view + '|' + document.querySelector('.entry.target .meta .kind').textContent`)
+		got = browser.Eval[string](t, ctx, `document.body.dataset.view + '|' + document.querySelector('.entry.target .meta .kind').textContent`)
 		if got != "all|control_response · agent" {
 			t.Errorf("hidden event's permalink: %q", got)
 		}
@@ -305,7 +305,7 @@ func TestSessionConversation(t *testing.T) {
 			`window.__copied = null; navigator.clipboard.writeText = async (s) => { window.__copied = s; }; undefined`)))
 		must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("copy-resume"))))
 		browser.WaitJS(t, ctx, `window.__copied !== null && document.getElementById('copy-resume').textContent === 'Copied'`, 5*time.Second)
-		if got := evalJS[string](t, ctx, `window.__copied`); got != want {
+		if got := browser.Eval[string](t, ctx, `window.__copied`); got != want {
 			t.Errorf("copied %q, want %q", got, want)
 		}
 	})
@@ -336,13 +336,13 @@ func TestSessionTerminalMerged(t *testing.T) {
 	spOpen(t, tab, s, "/sessions/term")
 	browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
 
-	prompts := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
+	prompts := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .prompt')).map(e => e.textContent)`)
 	if strings.Join(prompts, "|") != "fix the flaky test|thanks, commit it" {
 		t.Errorf("turns %q, want one per prompt", prompts)
 	}
 	// One card per message, in the transcript's order: the hook's early
 	// tool card moved to where the transcript put its tool_use.
-	cards := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
+	cards := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
 		e.classList.contains('tool') ? 'tool:' + e.dataset.toolUseId + ':' + e.dataset.source :
 		e.classList.contains('turn') ? 'turn' : e.className.replace('entry ', '') + (e.querySelector('.text') ? ':' + e.querySelector('.text').textContent : ''))`)
 	want := []string{
@@ -352,17 +352,17 @@ func TestSessionTerminalMerged(t *testing.T) {
 	if strings.Join(cards, "\n") != strings.Join(want, "\n") {
 		t.Errorf("cards:\n%s\nwant:\n%s", strings.Join(cards, "\n"), strings.Join(want, "\n"))
 	}
-	out := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_t1"]');
+	out := browser.Eval[string](t, ctx, `(() => { const n = document.querySelector('.entry.tool[data-tool-use-id="toolu_t1"]');
 		return n.querySelectorAll('details.result').length + '|' + n.querySelector('details.result pre').textContent + '|' + n.querySelector('.title').textContent; })()`)
 	if out != "1|ok  \tproj\t0.2s|Run the tests" {
 		t.Errorf("merged tool card %q", out)
 	}
 	// The terminal turn shows its run's end.
-	if stats := evalJS[string](t, ctx, `document.querySelectorAll('.entry.turn')[1].querySelector('.turn-stats').textContent`); !strings.Contains(stats, "completed") {
+	if stats := browser.Eval[string](t, ctx, `document.querySelectorAll('.entry.turn')[1].querySelector('.turn-stats').textContent`); !strings.Contains(stats, "completed") {
 		t.Errorf("last turn's stats %q", stats)
 	}
 	// The header's facts come from the events where the store has none.
-	if head := evalJS[string](t, ctx, `['s-title', 's-project', 's-source', 's-model'].map(id => document.getElementById(id).textContent).join('|')`); head != "fix the flaky test|/work/proj|terminal|claude-opus-4-1" {
+	if head := browser.Eval[string](t, ctx, `['s-title', 's-project', 's-source', 's-model'].map(id => document.getElementById(id).textContent).join('|')`); head != "fix the flaky test|/work/proj|terminal|claude-opus-4-1" {
 		t.Errorf("header %q", head)
 	}
 	screenshot(t, tab, "terminal.png", 1280, 800)
@@ -389,7 +389,7 @@ func TestSessionTerminalMerged(t *testing.T) {
 			return cards.length === 2 && !!cards[0].querySelector('.md strong') && cards[1].dataset.toolUseId === 'toolu_live' &&
 			  cards[1].dataset.source === 'message' && cards[1].querySelector('.title').textContent === 'Build' &&
 			  cards[1].querySelectorAll('details.result').length === 1 && cards[1].querySelector('details.result pre').textContent === 'built'; })()`, 10*time.Second)
-		if n := evalJS[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_live"]').length`); n != 1 {
+		if n := browser.Eval[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_live"]').length`); n != 1 {
 			t.Errorf("%d cards for the live call, want 1", n)
 		}
 	})
@@ -446,7 +446,7 @@ func TestSessionMarkdownXSS(t *testing.T) {
 		t.Helper()
 		// Handlers had their chance to fire: images load or fail at once.
 		time.Sleep(300 * time.Millisecond)
-		bad := evalJS[[]string](t, ctx, `(() => {
+		bad := browser.Eval[[]string](t, ctx, `(() => {
 			const out = [];
 			if (window.__pwned !== undefined) out.push('window.__pwned is set');
 			for (const n of document.querySelectorAll('#timeline *')) {
@@ -465,11 +465,11 @@ func TestSessionMarkdownXSS(t *testing.T) {
 	}
 	t.Run("conversation", check)
 	// The literal text stays readable: the raw HTML is shown, not dropped.
-	if got := evalJS[string](t, ctx, `document.getElementById('timeline').textContent`); !strings.Contains(got, "<img src=x onerror=window.__pwned=1>") {
+	if got := browser.Eval[string](t, ctx, `document.getElementById('timeline').textContent`); !strings.Contains(got, "<img src=x onerror=window.__pwned=1>") {
 		t.Errorf("the raw HTML is not shown as text")
 	}
 	t.Run("links are safe", func(t *testing.T) {
-		links := evalJS[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline .md a')).map(a => a.getAttribute('href') + ' ' + a.rel + ' ' + a.target)`)
+		links := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('#timeline .md a')).map(a => a.getAttribute('href') + ' ' + a.rel + ' ' + a.target)`)
 		for _, l := range links {
 			if !strings.HasPrefix(l, "https://example.com") || !strings.HasSuffix(l, " nofollow noopener noreferrer _blank") {
 				t.Errorf("link %q", l)
@@ -522,35 +522,35 @@ func TestSessionBadInput(t *testing.T) {
 	spOpen(t, tab, s, "/sessions/bad")
 	browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
 
-	last := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.assistant .text')).pop().textContent`)
+	last := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.assistant .text')).pop().textContent`)
 	if last != "the end" {
 		t.Errorf("last card %q", last)
 	}
 	// The 2 MiB prompt and text are folded with a "Show all" button.
-	folded := evalJS[int](t, ctx, `document.querySelectorAll('#timeline .show-all').length`)
+	folded := browser.Eval[int](t, ctx, `document.querySelectorAll('#timeline .show-all').length`)
 	if folded < 3 {
 		t.Errorf("%d Show all buttons, want the prompt, the text and the command folded", folded)
 	}
-	shown := evalJS[int](t, ctx, `Math.max(...Array.from(document.querySelectorAll('#timeline .text, #timeline .prompt, #timeline pre')).map(e => e.textContent.length))`)
+	shown := browser.Eval[int](t, ctx, `Math.max(...Array.from(document.querySelectorAll('#timeline .text, #timeline .prompt, #timeline pre')).map(e => e.textContent.length))`)
 	if shown > 100000 {
 		t.Errorf("a %d-character text is shown unfolded", shown)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('.entry.turn .show-all').click()`)))
-	if n := evalJS[int](t, ctx, `document.querySelector('.entry.turn .prompt').textContent.length`); n != len(huge) {
+	if n := browser.Eval[int](t, ctx, `document.querySelector('.entry.turn .prompt').textContent.length`); n != len(huge) {
 		t.Errorf("Show all shows %d characters, want %d", n, len(huge))
 	}
 	// Unknown types are cards with their data folded; deep JSON opens.
-	if got := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.minor .kind')).map(k => k.textContent).join(',')`); !strings.Contains(got, "mystery_type") || !strings.Contains(got, "deep_event") {
+	if got := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.minor .kind')).map(k => k.textContent).join(',')`); !strings.Contains(got, "mystery_type") || !strings.Contains(got, "deep_event") {
 		t.Errorf("unknown types' cards: %q", got)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelectorAll('#timeline details').forEach(d => d.open = true)`)))
 	browser.WaitJS(t, ctx, `Array.from(document.querySelectorAll('#timeline details.json')).every(d => d.querySelector('pre'))`, 10*time.Second)
 	// The binary-ish text is text.
-	if got := evalJS[bool](t, ctx, `Array.from(document.querySelectorAll('#timeline .text')).some(e => e.textContent.includes('red') && e.textContent.includes('bell'))`); !got {
+	if got := browser.Eval[bool](t, ctx, `Array.from(document.querySelectorAll('#timeline .text')).some(e => e.textContent.includes('red') && e.textContent.includes('bell'))`); !got {
 		t.Errorf("the binary-ish text is not shown")
 	}
 	// A long Edit's diff is bounded, with the rest behind a button.
-	if n := evalJS[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_edit"] .dl').length`); n > 500 {
+	if n := browser.Eval[int](t, ctx, `document.querySelectorAll('.entry.tool[data-tool-use-id="toolu_edit"] .dl').length`); n > 500 {
 		t.Errorf("%d diff lines rendered at once", n)
 	}
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('show-all').click()`)))
@@ -592,7 +592,7 @@ func TestSessionKeysAndPermalinks(t *testing.T) {
 		atTop := func(n string) {
 			t.Helper()
 			browser.WaitJS(t, ctx, `document.body.dataset.turn === "`+n+`"`, 5*time.Second)
-			got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.turn[data-turn="`+n+`"]'); const r = n.getBoundingClientRect();
+			got := browser.Eval[string](t, ctx, `(() => { const n = document.querySelector('.entry.turn[data-turn="`+n+`"]'); const r = n.getBoundingClientRect();
 				const bar = document.querySelector('.top').getBoundingClientRect().bottom;
 				return n.classList.contains('target') + '|' + (r.top >= bar && r.top < bar + 40); })()`)
 			if got != "true|true" {
@@ -608,7 +608,7 @@ func TestSessionKeysAndPermalinks(t *testing.T) {
 	t.Run("permalink outside the window", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/long#c5")))
 		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === "5"`, 30*time.Second)
-		got := evalJS[string](t, ctx, `(() => { const n = document.getElementById('c5'); const r = n.getBoundingClientRect();
+		got := browser.Eval[string](t, ctx, `(() => { const n = document.getElementById('c5'); const r = n.getBoundingClientRect();
 			return n.classList.contains('target') + '|' + n.querySelector('.text').textContent + '|' + (r.top >= 0 && r.bottom <= innerHeight) + '|' + !document.getElementById('jump-end').hidden; })()`)
 		if got != "true|message 5|true|true" {
 			t.Errorf("permalinked card: %q", got)
@@ -616,7 +616,7 @@ func TestSessionKeysAndPermalinks(t *testing.T) {
 		// Jump to latest brings the end.
 		must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('jump-end').click()`)))
 		browser.WaitJS(t, ctx, `document.body.dataset.at === 'end'`, 20*time.Second)
-		last := evalJS[string](t, ctx, `(() => { const n = Array.from(document.querySelectorAll('#timeline > .entry')).pop(); const r = n.getBoundingClientRect();
+		last := browser.Eval[string](t, ctx, `(() => { const n = Array.from(document.querySelectorAll('#timeline > .entry')).pop(); const r = n.getBoundingClientRect();
 			return n.querySelector('.text').textContent + '|' + (r.bottom <= innerHeight + 1); })()`)
 		if last != "message 3001|true" {
 			t.Errorf("after Jump to latest: %q", last)
@@ -657,7 +657,7 @@ func TestSessionFollowUps(t *testing.T) {
 	ctx := tab.Ctx
 	turns := func() string {
 		t.Helper()
-		return evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.turn')).map(n =>
+		return browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry.turn')).map(n =>
 			n.dataset.turn + ':' + n.querySelector('.prompt').textContent + ':' + n.querySelector('.meta .kind').textContent).join('|')`)
 	}
 	spOpen(t, tab, s, "/sessions/live")
@@ -666,12 +666,12 @@ func TestSessionFollowUps(t *testing.T) {
 	}
 	// The follow-up's answer is under its turn, and its prompt is not a
 	// card of its own.
-	cards := evalJS[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
+	cards := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline > .entry')).map(e =>
 		e.classList.contains('turn') ? 'turn' : e.className.replace('entry ', '') + ':' + e.querySelector('.text').textContent).join('|')`)
 	if cards != "turn|assistant:The parser reads tokens.|turn|assistant:Twice as fast now." {
 		t.Errorf("cards %q", cards)
 	}
-	if title := evalJS[string](t, ctx, `document.getElementById('s-title').textContent`); title != "Read the parser" {
+	if title := browser.Eval[string](t, ctx, `document.getElementById('s-title').textContent`); title != "Read the parser" {
 		t.Errorf("title %q, want the first prompt", title)
 	}
 
@@ -712,7 +712,7 @@ func TestSessionApprovalLink(t *testing.T) {
 		t.Helper()
 		// Still there once the window's Markdown replaced its text.
 		browser.WaitJS(t, ctx, `document.body.dataset.markdown === 'done'`, 20*time.Second)
-		got := evalJS[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); if (!n) return 'no target';
+		got := browser.Eval[string](t, ctx, `(() => { const n = document.querySelector('.entry.target'); if (!n) return 'no target';
 			const r = n.getBoundingClientRect();
 			return n.dataset.approvalId + '|' + n.classList.contains('approval-card') + '|' + (r.top >= 0 && r.bottom <= innerHeight) + '|' +
 			  document.querySelectorAll('.entry.target').length + '|' + document.getElementById('notice').hidden; })()`)
@@ -724,7 +724,7 @@ func TestSessionApprovalLink(t *testing.T) {
 	must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/long#approval-ap%207%2Fx")))
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.target === `+jsString("approval-"+id), 30*time.Second)
 	onScreen(id)
-	if got := evalJS[string](t, ctx, `document.querySelector('.entry.target .outcome .what').textContent`); got != "Denied by dashboard" {
+	if got := browser.Eval[string](t, ctx, `document.querySelector('.entry.target .outcome .what').textContent`); got != "Denied by dashboard" {
 		t.Errorf("the linked card says %q", got)
 	}
 
@@ -737,7 +737,7 @@ func TestSessionApprovalLink(t *testing.T) {
 	// once its event arrives.
 	must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/long#approval-ap-late")))
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.live === "1"`, 30*time.Second)
-	if got := evalJS[string](t, ctx, `document.getElementById('notice').hidden + '|' + document.getElementById('notice').textContent`); !strings.HasPrefix(got, `false|No approval "ap-late" in this session yet`) {
+	if got := browser.Eval[string](t, ctx, `document.getElementById('notice').hidden + '|' + document.getElementById('notice').textContent`); !strings.HasPrefix(got, `false|No approval "ap-late" in this session yet`) {
 		t.Errorf("notice for an approval not there yet: %q", got)
 	}
 	s.post("long", ev{"relay.approval_requested", "relay", map[string]any{"run_id": "r1", "approval_id": "ap-late", "kind": "tool", "tool_name": "Edit", "title": "main.go"}})

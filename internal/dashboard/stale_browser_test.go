@@ -60,15 +60,15 @@ func TestSessionListStale(t *testing.T) {
 	browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.live === "1"`, 20*time.Second)
 
 	t.Run("the list says no news since", func(t *testing.T) {
-		badge := evalJS[string](t, ctx, cell("quiet-1", ".status"))
+		badge := browser.Eval[string](t, ctx, browser.ListCell("quiet-1", ".status"))
 		if !strings.HasPrefix(badge, "no news since ") {
 			t.Errorf("quiet-1's status reads %q, want \"no news since …\"", badge)
 		}
-		if cls := evalJS[string](t, ctx, `document.querySelector('#sessions tr[data-id="quiet-1"] .status').className`); cls != "status stale" {
+		if cls := browser.Eval[string](t, ctx, `document.querySelector('#sessions tr[data-id="quiet-1"] .status').className`); cls != "status stale" {
 			t.Errorf("quiet-1's badge class %q", cls)
 		}
 		for id, want := range map[string]string{"busy-1": "running", "done-1": "completed"} {
-			if got := evalJS[string](t, ctx, cell(id, ".status")); got != want {
+			if got := browser.Eval[string](t, ctx, browser.ListCell(id, ".status")); got != want {
 				t.Errorf("%s's status reads %q, want %q", id, got, want)
 			}
 		}
@@ -77,10 +77,10 @@ func TestSessionListStale(t *testing.T) {
 	t.Run("the status filter has it", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/?status=stale")))
 		browser.WaitJS(t, ctx, `document.body.dataset.state === "ready" && document.body.dataset.live === "1"`, 20*time.Second)
-		if ids := evalJS[[]string](t, ctx, rowIDs); !slices.Equal(ids, []string{"quiet-1"}) {
+		if ids := browser.Eval[[]string](t, ctx, rowIDs); !slices.Equal(ids, []string{"quiet-1"}) {
 			t.Errorf("?status=stale lists %v, want [quiet-1]", ids)
 		}
-		if v := evalJS[string](t, ctx, `document.getElementById('status').value`); v != "stale" {
+		if v := browser.Eval[string](t, ctx, `document.getElementById('status').value`); v != "stale" {
 			t.Errorf("the status control shows %q", v)
 		}
 		// Picking Running in the control lists the sessions with news.
@@ -93,7 +93,7 @@ func TestSessionListStale(t *testing.T) {
 	t.Run("the session page says it", func(t *testing.T) {
 		must(t, chromedp.Do(ctx, chromedp.Navigate(s.url+"/sessions/quiet-1")))
 		browser.WaitJS(t, ctx, `(document.getElementById('s-status').textContent || '').startsWith('no news since ')`, 20*time.Second)
-		title := evalJS[string](t, ctx, `document.getElementById('s-status').title`)
+		title := browser.Eval[string](t, ctx, `document.getElementById('s-status').title`)
 		if !strings.Contains(title, "spool flush") {
 			t.Errorf("the header's explanation %q does not say what ends the run", title)
 		}

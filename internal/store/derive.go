@@ -307,6 +307,31 @@ func runKey(ev Event, obj map[string]json.RawMessage) string {
 // snake_case), sorted by model: tokens alone, or with costOnly cost_usd
 // alone; nil when it names none with figures.
 func wireModelUsageOf(raw json.RawMessage, costOnly bool) []ModelUsage {
+	return modelsOf(raw, func(m map[string]json.RawMessage, entry json.RawMessage) (Usage, float64) {
+		if costOnly {
+			return Usage{}, max(jsonFloat(m["cost_usd"]), 0)
+		}
+		return usageOf(entry), 0
+	})
+}
+
+// modelUsageOf reads a modelUsage-shaped object (model name → figures in
+// the CLI's camelCase), sorted by model; nil when it names none with figures.
+func modelUsageOf(raw json.RawMessage) []ModelUsage {
+	return modelsOf(raw, func(m map[string]json.RawMessage, _ json.RawMessage) (Usage, float64) {
+		return Usage{
+			InputTokens:              jsonInt(m["inputTokens"]),
+			OutputTokens:             jsonInt(m["outputTokens"]),
+			CacheReadInputTokens:     jsonInt(m["cacheReadInputTokens"]),
+			CacheCreationInputTokens: jsonInt(m["cacheCreationInputTokens"]),
+		}, jsonFloat(m["costUSD"])
+	})
+}
+
+// modelsOf reads an object of model name → figures with read, sorted by
+// model, leaving out unnamed models and entries without figures; nil when
+// none is left. One malformed entry does not hide the others.
+func modelsOf(raw json.RawMessage, read func(m map[string]json.RawMessage, entry json.RawMessage) (Usage, float64)) []ModelUsage {
 	var byModel map[string]json.RawMessage
 	if json.Unmarshal(raw, &byModel) != nil {
 		return nil
@@ -317,48 +342,11 @@ func wireModelUsageOf(raw json.RawMessage, costOnly bool) []ModelUsage {
 		if model == "" || json.Unmarshal(entry, &m) != nil {
 			continue
 		}
-		mu := ModelUsage{Model: model}
-		if costOnly {
-			mu.CostUSD = max(jsonFloat(m["cost_usd"]), 0)
-		} else {
-			mu.Usage = usageOf(entry)
-		}
-		if mu.Usage == (Usage{}) && mu.CostUSD == 0 {
+		u, cost := read(m, entry)
+		if u == (Usage{}) && cost == 0 {
 			continue
 		}
-		out = append(out, mu)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
-	return out
-}
-
-// modelUsageOf reads a modelUsage-shaped object (model name → figures in
-// the CLI's camelCase), sorted by model; nil when it names none with figures.
-func modelUsageOf(raw json.RawMessage) []ModelUsage {
-	var byModel map[string]json.RawMessage
-	if json.Unmarshal(raw, &byModel) != nil {
-		return nil
-	}
-	var out []ModelUsage
-	for model, entry := range byModel {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(entry, &m) != nil {
-			continue // one malformed entry does not hide the others
-		}
-		mu := ModelUsage{
-			Model: model,
-			Usage: Usage{
-				InputTokens:              jsonInt(m["inputTokens"]),
-				OutputTokens:             jsonInt(m["outputTokens"]),
-				CacheReadInputTokens:     jsonInt(m["cacheReadInputTokens"]),
-				CacheCreationInputTokens: jsonInt(m["cacheCreationInputTokens"]),
-			},
-			CostUSD: jsonFloat(m["costUSD"]),
-		}
-		if model == "" || (mu.Usage == Usage{} && mu.CostUSD == 0) {
-			continue
-		}
-		out = append(out, mu)
+		out = append(out, ModelUsage{Model: model, Usage: u, CostUSD: cost})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
 	return out
@@ -493,6 +481,23 @@ func (in Interaction) Outcome() (status string, startedAt, endedAt *time.Time) {
 		endedAt = &t
 	}
 	return status, startedAt, endedAt
+}
+
+// FoldInteractions folds events into the interactions they belong to, in
+// the order each interaction was first seen.
+func FoldInteractions(events []Event) []Interaction {
+	byID := map[string]int{}
+	var ins []Interaction
+	for _, ev := range events {
+		i, ok := byID[ev.InteractionID]
+		if !ok {
+			i = len(ins)
+			byID[ev.InteractionID] = i
+			ins = append(ins, Interaction{ID: ev.InteractionID})
+		}
+		ins[i].Apply(ev, FactsOf(ev))
+	}
+	return ins
 }
 
 // MoreRecent orders interactions: a is more recent than b when its time is

@@ -385,12 +385,12 @@ func (d *dashboard) check(t *testing.T, id string, want sessionWant) shown {
 	got := shown{row: map[string]string{}, head: map[string]string{}}
 	for k, sel := range map[string]string{"title": ".title-link", "source": "td.source", "status": ".status",
 		"turns": "td:nth-child(7)", "tokens": "td:nth-child(8)", "cost": "td.cost", "model": "td.model"} {
-		got.row[k] = eval[string](t, ctx, `(`+cell(id, sel)+`) || ''`)
+		got.row[k] = browser.Eval[string](t, ctx, `(`+browser.ListCell(id, sel)+`) || ''`)
 	}
 	wantRow := map[string]string{"title": want.title, "source": want.source, "status": want.status, "model": want.model,
-		"turns":  eval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, want.turns)),
-		"tokens": eval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, want.tokens)),
-		"cost":   eval[string](t, ctx, fmt.Sprintf(`CRFmt.usd(%v)`, want.cost))}
+		"turns":  browser.Eval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, want.turns)),
+		"tokens": browser.Eval[string](t, ctx, fmt.Sprintf(`CRFmt.tokens(%d)`, want.tokens)),
+		"cost":   browser.Eval[string](t, ctx, fmt.Sprintf(`CRFmt.usd(%v)`, want.cost))}
 	for _, k := range []string{"title", "source", "status", "turns", "tokens", "cost", "model"} {
 		if got.row[k] != wantRow[k] {
 			t.Errorf("%s: the list row's %s reads %q, want %q", want.name, k, got.row[k], wantRow[k])
@@ -398,9 +398,9 @@ func (d *dashboard) check(t *testing.T, id string, want sessionWant) shown {
 	}
 
 	d.navigate(t, "/sessions/"+url.PathEscape(id), fmt.Sprintf(`document.body.dataset.state === "ready" && document.querySelectorAll('.entry.turn').length >= %d`, len(want.prompts)))
-	prompts := eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn')).map(e => (e.querySelector('.prompt') || {}).textContent || '')`)
-	statuses := eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => (e.querySelector('.status') || {}).textContent || '')`)
-	stats := eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => e.textContent)`)
+	prompts := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn')).map(e => (e.querySelector('.prompt') || {}).textContent || '')`)
+	statuses := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => (e.querySelector('.status') || {}).textContent || '')`)
+	stats := browser.Eval[[]string](t, ctx, `Array.from(document.querySelectorAll('.entry.turn .turn-stats')).map(e => e.textContent)`)
 	if !slices.Equal(prompts, want.prompts) {
 		t.Errorf("%s: the page's turns show the prompts %q, want %q", want.name, prompts, want.prompts)
 	}
@@ -408,20 +408,20 @@ func (d *dashboard) check(t *testing.T, id string, want sessionWant) shown {
 		t.Errorf("%s: the page's turns read %q, want %q (the cards read %q)", want.name, statuses, want.statuses, stats)
 	}
 	ids := []string{"s-title", "s-source", "s-status", "s-model", "s-turns", "s-tokens", "s-cost"}
-	vals := eval[[]string](t, ctx, `[`+strings.Join(mapStrings(ids, jsString), ",")+`].map(id => (document.getElementById(id) || {}).textContent || '')`)
+	vals := browser.Eval[[]string](t, ctx, `[`+strings.Join(mapStrings(ids, jsString), ",")+`].map(id => (document.getElementById(id) || {}).textContent || '')`)
 	for i, k := range ids {
 		got.head[strings.TrimPrefix(k, "s-")] = vals[i]
 	}
 	wantHead := map[string]string{"title": want.title, "source": want.source, "status": want.status, "model": want.model,
-		"turns":  eval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, want.turns)),
-		"tokens": eval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, want.tokens)),
-		"cost":   eval[string](t, ctx, fmt.Sprintf(`CR.fmtCost(%v)`, want.cost))}
+		"turns":  browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, want.turns)),
+		"tokens": browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtInt(%d)`, want.tokens)),
+		"cost":   browser.Eval[string](t, ctx, fmt.Sprintf(`CR.fmtCost(%v)`, want.cost))}
 	for _, k := range []string{"title", "source", "status", "model", "turns", "tokens", "cost"} {
 		if got.head[k] != wantHead[k] {
 			t.Errorf("%s: the page's header %s reads %q, want %q", want.name, k, got.head[k], wantHead[k])
 		}
 	}
-	all := eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join(' | ')`)
+	all := browser.Eval[string](t, ctx, `Array.from(document.querySelectorAll('#timeline .entry')).map(e => e.textContent).join(' | ')`)
 	for _, w := range want.says {
 		if !strings.Contains(all, w) {
 			t.Errorf("%s: the page does not say %q:\n%s", want.name, w, all)
@@ -453,7 +453,7 @@ func (d *dashboard) listShot(t *testing.T) {
 func (d *dashboard) shot(t *testing.T, name string) {
 	t.Helper()
 	ctx := d.tab.Ctx
-	h := eval[int64](t, ctx, `window.scrollTo(0, 0); document.activeElement && document.activeElement.blur(); Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)`)
+	h := browser.Eval[int64](t, ctx, `window.scrollTo(0, 0); document.activeElement && document.activeElement.blur(); Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)`)
 	err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, max(h, 900)))
 	var png []byte
 	if err == nil {
@@ -502,21 +502,6 @@ func dumpEvents(t *testing.T, session string, evs []store.Event) {
 		fmt.Fprintf(&b, "  cursor %3d %-10s %-26s %.600s\n", ev.Cursor, ev.Source, ev.EventType, ev.EventData)
 	}
 	t.Logf("session %s as serve has it:\n%s", session, b.String())
-}
-
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
-}
-
-// cell is the text of a list row's cell, as the dashboard's list tests read
-// it (undefined when there is none).
-func cell(id, sel string) string {
-	return `(document.querySelector('#sessions tr[data-id=` + jsString(id) + `] ` + sel + `') || {}).textContent`
 }
 
 // jsString is s as a JavaScript string literal.

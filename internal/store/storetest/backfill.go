@@ -57,14 +57,7 @@ func V1Inserts(events []store.Event, ph func(n int) string) []Statement {
 		}
 		return b.String()
 	}
-	bySession := map[string][]store.Event{}
-	var ids []string
-	for _, e := range events {
-		if bySession[e.SessionID] == nil {
-			ids = append(ids, e.SessionID)
-		}
-		bySession[e.SessionID] = append(bySession[e.SessionID], e)
-	}
+	ids, bySession := sessionsOf(events)
 	sort.Strings(ids)
 	created := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	var sessions, rest []Statement
@@ -223,6 +216,20 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// sessionsOf groups events by session: the sessions in the order first
+// seen, and each one's events in order.
+func sessionsOf(events []store.Event) ([]string, map[string][]store.Event) {
+	bySession := map[string][]store.Event{}
+	var ids []string
+	for _, e := range events {
+		if bySession[e.SessionID] == nil {
+			ids = append(ids, e.SessionID)
+		}
+		bySession[e.SessionID] = append(bySession[e.SessionID], e)
+	}
+	return ids, bySession
+}
+
 // v1InteractionColumns are ingest.InteractionColumns before migration 5.
 const v1InteractionColumns = `interaction_id, event_count, first_event_at, conv_id, conv_seq,
 	conv_at, lifecycle_seq, status, lifecycle_at, started_seq, started_at`
@@ -265,32 +272,10 @@ const terminalAssistant = `{"type":"assistant","sessionId":"ct","requestId":"q1"
 // migration 5 derived it (the most recent interaction's latest lifecycle
 // event alone), on the sessions V1Inserts made.
 func OldStatusUpdates(events []store.Event, ph func(n int) string) []Statement {
-	bySession := map[string][]store.Event{}
-	var ids []string
-	for _, e := range events {
-		if bySession[e.SessionID] == nil {
-			ids = append(ids, e.SessionID)
-		}
-		bySession[e.SessionID] = append(bySession[e.SessionID], e)
-	}
+	ids, bySession := sessionsOf(events)
 	var out []Statement
 	for _, sid := range ids {
-		byID := map[string]*store.Interaction{}
-		var ins []store.Interaction
-		var order []string
-		for _, e := range bySession[sid] {
-			in := byID[e.InteractionID]
-			if in == nil {
-				in = &store.Interaction{ID: e.InteractionID}
-				byID[e.InteractionID] = in
-				order = append(order, e.InteractionID)
-			}
-			in.Apply(e, store.FactsOf(e))
-		}
-		for _, id := range order {
-			ins = append(ins, *byID[id])
-		}
-		recent, _ := store.MostRecent(ins)
+		recent, _ := store.MostRecent(store.FoldInteractions(bySession[sid]))
 		out = append(out, Statement{fmt.Sprintf(`UPDATE sessions SET status = %s WHERE id = %s`, ph(1), ph(2)),
 			[]any{recent.Status, sid}})
 	}

@@ -169,14 +169,7 @@ func TitleFixture() []store.Event {
 // string titles it; the keys have no rank), as statements on the sessions
 // V1Inserts made (ph numbers placeholders).
 func TitleUpdates(events []store.Event, ph func(n int) string) []Statement {
-	bySession := map[string][]store.Event{}
-	var ids []string
-	for _, e := range events {
-		if bySession[e.SessionID] == nil {
-			ids = append(ids, e.SessionID)
-		}
-		bySession[e.SessionID] = append(bySession[e.SessionID], e)
-	}
+	ids, bySession := sessionsOf(events)
 	var out []Statement
 	for _, sid := range ids {
 		l := oldListing(bySession[sid])

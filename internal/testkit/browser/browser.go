@@ -11,6 +11,7 @@ package browser
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"sync"
@@ -228,4 +229,22 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// Eval evaluates expr in the page of ctx's tab and returns its value; a
+// failure ends the test.
+func Eval[T any](t testing.TB, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// ListCell is an expression for the text of the cell sel of the dashboard
+// session list's row of session id (undefined when there is none).
+func ListCell(id, sel string) string {
+	b, _ := json.Marshal(id) // a string always marshals
+	return `(document.querySelector('#sessions tr[data-id=` + string(b) + `] ` + sel + `') || {}).textContent`
 }

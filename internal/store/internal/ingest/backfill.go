@@ -135,22 +135,10 @@ func backfillStatus(ctx context.Context, tx Tx, src Source, id string) error {
 	if err != nil {
 		return err
 	}
-	byID := map[string]*store.Interaction{}
-	var order []string
-	for _, ev := range events {
-		in := byID[ev.InteractionID]
-		if in == nil {
-			in = &store.Interaction{ID: ev.InteractionID}
-			byID[ev.InteractionID] = in
-			order = append(order, ev.InteractionID)
-		}
-		in.Apply(ev, store.FactsOf(ev))
-	}
+	ins := store.FoldInteractions(events)
 	w := Writes{}
-	ins := make([]store.Interaction, 0, len(order))
-	for _, iid := range order {
-		ins = append(ins, *byID[iid])
-		w.Interactions = append(w.Interactions, InteractionRow{SessionID: id, Interaction: *byID[iid]})
+	for _, in := range ins {
+		w.Interactions = append(w.Interactions, InteractionRow{SessionID: id, Interaction: in})
 	}
 	states, err := tx.LockSessions(ctx, []string{id}, time.Now())
 	if err != nil {

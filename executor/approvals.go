@@ -126,7 +126,7 @@ func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUse
 		return streamjson.PermissionDeny(KeepPlanningPrefix+orDefault(d.Reason, "revise the plan"), d.Interrupt)
 	case err == nil:
 		r.noteStop(d.Interrupt, d.By, fmt.Sprintf("%s was denied and the turn stopped", c.ToolName), false)
-		return streamjson.PermissionDeny(DenyPrefix+d.Reason, d.Interrupt)
+		return streamjson.PermissionDeny(denial(d.Reason), d.Interrupt)
 	case errors.Is(err, context.DeadlineExceeded):
 		// Interrupted too: denied alone, the model tends to ask again, and
 		// nobody is there to answer (CONTRACT §7).
@@ -136,6 +136,22 @@ func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUse
 	default:
 		return streamjson.PermissionDeny(DenyPrefix+"the approval request was cancelled", false)
 	}
+}
+
+// DenyNoReason is what a denied tool returns to the model when the user
+// gave no reason: the CLI's own words for a rejection, not DenyPrefix with
+// nothing after "the user said:".
+const DenyNoReason = "The user doesn't want to proceed with this tool use. " +
+	"The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). " +
+	"STOP what you are doing and wait for the user to tell you how to proceed."
+
+// denial is a deny's message to the model: DenyPrefix and the user's
+// reason, or DenyNoReason without one.
+func denial(reason string) string {
+	if strings.TrimSpace(reason) == "" {
+		return DenyNoReason
+	}
+	return DenyPrefix + reason
 }
 
 // noteStop remembers why an approval stopped the turn, so that the run's

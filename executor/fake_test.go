@@ -241,6 +241,9 @@ func TestApprovalsWithFakeCLI(t *testing.T) {
 		{"deny", approverFunc(func(context.Context, ApprovalRequest) (Decision, error) {
 			return Decision{Reason: "not today"}, nil
 		}), 0, "the user said: not today"},
+		{"deny without a reason", approverFunc(func(context.Context, ApprovalRequest) (Decision, error) {
+			return Decision{}, nil
+		}), 0, "STOP what you are doing and wait for the user to tell you how to proceed."},
 		{"timeout", approverFunc(func(ctx context.Context, _ ApprovalRequest) (Decision, error) {
 			<-ctx.Done()
 			return Decision{}, ctx.Err()

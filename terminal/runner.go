@@ -275,10 +275,10 @@ func (r *runner) runCost(conv string) *costRecord {
 	return &c
 }
 
-// outcome is how a run ended, and why. The backend derives the session's
-// status from the end event's type alone (wire.EndType), so a CLI that exits
-// non-zero must be a failed run, not a completed one with a non-zero
-// exit_code; a CLI we stopped (Run's ctx ended) was cancelled.
+// outcome is how a run ended, and why. The backend reads a run's end from
+// the end event's type (wire.EndType), so a CLI that exits non-zero must be
+// a failed run, not a completed one with a non-zero exit_code; a CLI we
+// stopped (Run's ctx ended) was cancelled.
 func outcome(code int, stopped bool, runErr error) (status wire.Status, reason string) {
 	switch {
 	case runErr != nil:

@@ -31,6 +31,9 @@ type Input struct {
 	// By (InputInterrupt) is who stopped the turn, which it is reported
 	// with (StatusInterrupted).
 	By wire.By
+	// DropQueued (InputInterrupt): the sends queued behind the running turn
+	// are dropped too (EventTurnDropped each), so none of them runs.
+	DropQueued bool
 	// Done, when set (buffered by the sender), gets nil once the CLI
 	// confirmed (set_mode, set_model: its control response; interrupt: sent)
 	// or the message was queued (send), else an error.

@@ -147,6 +147,7 @@ func (r *run) startTurn(q queued, done chan<- error) {
 	r.lv.busy = true
 	r.lv.started++
 	r.stopIdle()
+	r.obs.Event(Event{Kind: EventTurnStarted, RunID: r.req.RunID, Time: time.Now(), Interaction: q.interaction})
 	r.act.mark() // the turn's silence counts from its start
 	r.w.add(writeOp{
 		write: func() error { return r.peer.writeLine(q.line) },
@@ -176,6 +177,12 @@ func (r *run) turnRunning() bool {
 // turn with a result (error_during_execution) and, in a keep-alive run,
 // waits for the next message.
 func (r *run) interrupt(in Input) {
+	if in.DropQueued {
+		for _, q := range r.lv.queue {
+			r.obs.Event(Event{Kind: EventTurnDropped, RunID: r.req.RunID, Time: time.Now(), Interaction: q.interaction})
+		}
+		r.lv.queue = nil
+	}
 	if !r.turnRunning() || r.lv.closed {
 		answer(in.Done, nil) // nothing runs: nothing to stop
 		return

@@ -144,6 +144,13 @@ const (
 	EventSessionInfo                        // the CLI's initialize control_response payload (raw JSON object), once per run: SessionInfo
 	EventModeChanged                        // the permission mode changed (a confirmed set_mode, or the CLI reported a new one): Mode
 	EventStalled                            // the watchdog found a turn silent for StallTimeout and interrupts it: Text (the reason), Seconds
+	// EventTurnStarted: a keep_alive run wrote an InputSend's message, so
+	// its turn runs from now on: Interaction. A send queued behind a turn
+	// starts when that turn ends; the run's first prompt reports none.
+	EventTurnStarted
+	// EventTurnDropped: a queued send was dropped before it ran (an
+	// InputInterrupt with DropQueued): Interaction.
+	EventTurnDropped
 )
 
 // Event is one thing that happened in a run, reported in order.
@@ -166,6 +173,7 @@ type Event struct {
 	TurnResult  *Result
 	SessionInfo json.RawMessage           // EventSessionInfo (owned by the receiver)
 	Mode        streamjson.PermissionMode // EventModeChanged
+	Interaction string                    // EventTurnStarted, EventTurnDropped: the InputSend's Interaction
 }
 
 // Observer receives a run's events from the run's reader goroutines (stdout

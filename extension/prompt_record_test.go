@@ -39,6 +39,8 @@ func (liveFake) Run(ctx context.Context, req executor.Request, obs executor.Obse
 			}
 			switch in.Kind {
 			case executor.InputSend:
+				// As the executor does when it writes the message.
+				obs.Event(executor.Event{Kind: executor.EventTurnStarted, RunID: req.RunID, Interaction: in.Interaction})
 				done()
 			case executor.InputEnd:
 				return &executor.Result{Status: executor.StatusCompleted}, nil

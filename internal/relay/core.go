@@ -176,7 +176,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	r := &Run{c: c, id: req.RunID, session: req.SessionID, lc: lc, started: time.Now(),
 		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]pendingApproval{}}
 	if req.KeepAlive {
-		r.live = &live{running: !req.Idle}
+		r.live = &live{pending: map[string]wire.PromptRecord{}}
 	}
 	er.Inputs = r.in
 	c.runs[r.id] = r

@@ -24,13 +24,13 @@ var (
 // inputs is how many inputs may wait for a live run's executor loop.
 const inputs = 64
 
-// live is a keep-alive run's turn bookkeeping: which interaction the
-// running turn belongs to, and which ones the queued sends will get. The
-// executor runs queued sends in order after each turn, so this queue
-// mirrors its own.
+// live is a keep-alive run's turn bookkeeping. The executor decides when a
+// send's turn starts (at once, or when the turns queued before it ended)
+// and says so (EventTurnStarted): only then do its message_sent and its
+// events go to its interaction, so the record reads in the order things
+// happened, and a send dropped before it ran leaves none.
 type live struct {
-	running bool     // a turn is running
-	queue   []string // interaction IDs of queued sends
+	pending map[string]wire.PromptRecord // by interaction: sends whose turn has not started
 	turns   int
 	ending  bool
 }
@@ -70,26 +70,56 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: run %q takes no more messages", ErrEnded, runID)
 	}
-	if r.live.running {
-		r.live.queue = append(r.live.queue, interactionID)
-	} else {
-		r.live.running = true
-		r.lc.SetInteraction(interactionID)
-	}
+	r.live.pending[interactionID] = rec
 	r.mu.Unlock()
-	// Before the write, so it is the first event of its interaction.
-	r.spooled(r.lc.Post(interactionID, wire.TypeMessageSent, wire.MessageSent{RunID: runID, PromptRecord: rec}))
-	return r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg.Content, Interaction: interactionID})
+	if err := r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg.Content, Interaction: interactionID}); err != nil {
+		r.mu.Lock()
+		delete(r.live.pending, interactionID)
+		r.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // Interrupt stops the running turn of runID, which is reported interrupted
-// by by; a live run then waits for the next Send.
+// by by; a live run then waits for the next Send, or runs the one queued.
 func (c *Core) Interrupt(requestID, runID string, by wire.By) error {
 	r, err := c.run(runID)
 	if err != nil {
 		return err
 	}
 	return r.input(requestID, executor.Input{Kind: executor.InputInterrupt, By: by})
+}
+
+// CancelTurns stops the running turn of runID and drops the sends queued
+// behind it, which never run (ACP session/cancel).
+func (c *Core) CancelTurns(runID string, by wire.By) error {
+	r, err := c.run(runID)
+	if err != nil {
+		return err
+	}
+	return r.input("", executor.Input{Kind: executor.InputInterrupt, By: by, DropQueued: true})
+}
+
+// turnStarted moves a live run's events to the interaction of the send
+// whose turn the CLI now runs, opening it with its relay.message_sent.
+func (r *Run) turnStarted(inter string) {
+	r.mu.Lock()
+	rec, ok := r.live.pending[inter]
+	delete(r.live.pending, inter)
+	r.mu.Unlock()
+	r.lc.SetInteraction(inter)
+	if ok {
+		// The first event of its interaction: the CLI has not answered yet.
+		r.spooled(r.lc.Post(inter, wire.TypeMessageSent, wire.MessageSent{RunID: r.id, PromptRecord: rec}))
+	}
+}
+
+// turnDropped forgets a send dropped before its turn started.
+func (r *Run) turnDropped(inter string) {
+	r.mu.Lock()
+	delete(r.live.pending, inter)
+	r.mu.Unlock()
 }
 
 // SetMode changes a live run's permission mode; KindModeChanged confirms it.
@@ -241,14 +271,10 @@ func (r *Run) turnCompleted(e executor.Event) {
 	end := endOf(e.TurnResult, nil)
 	r.mu.Lock()
 	r.live.turns = e.Turn
-	inter := r.lc.Interaction()
-	if len(r.live.queue) > 0 {
-		r.lc.SetInteraction(r.live.queue[0])
-		r.live.queue = r.live.queue[1:]
-	} else {
-		r.live.running = false
-	}
 	r.mu.Unlock()
+	// The next send's turn starts (EventTurnStarted) only after this one's
+	// end is reported, so this is still the turn's interaction.
+	inter := r.lc.Interaction()
 	// The turn's own interaction: the next turn's events go to the next one.
 	r.spooled(r.lc.TurnEnded(inter, wire.TurnCompleted{Turn: e.Turn, Status: end.Status,
 		By: end.StoppedBy, Reason: end.Reason,

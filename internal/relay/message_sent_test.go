@@ -37,8 +37,12 @@ func newLiveExec() *liveExec {
 
 func (x *liveExec) Run(ctx context.Context, req executor.Request, obs executor.Observer, _ executor.Approver) (*executor.Result, error) {
 	turn := 0
-	play := func(prompt string) {
+	play := func(prompt, inter string) {
 		turn++
+		if inter != "" {
+			// As the executor does when it writes a send's message.
+			obs.Event(executor.Event{Kind: executor.EventTurnStarted, RunID: req.RunID, Interaction: inter})
+		}
 		line := func(at string) {
 			b, _ := json.Marshal(map[string]any{"type": "assistant", "session_id": "conv-1", "turn": turn, "at": at, "prompt": prompt})
 			m, err := streamjson.Decode(b)
@@ -60,7 +64,7 @@ func (x *liveExec) Run(ctx context.Context, req executor.Request, obs executor.O
 			TurnResult: &executor.Result{Status: executor.StatusCompleted, ConversationID: "conv-1"}})
 	}
 	if !req.Idle {
-		play(req.Prompt)
+		play(req.Prompt, "")
 	}
 	for {
 		select {
@@ -74,7 +78,7 @@ func (x *liveExec) Run(ctx context.Context, req executor.Request, obs executor.O
 				if err := json.Unmarshal(in.Content, &blocks); err != nil || len(blocks) == 0 {
 					panic("send content: " + string(in.Content))
 				}
-				play(blocks[0].Text)
+				play(blocks[0].Text, in.Interaction)
 			case executor.InputEnd:
 				return &executor.Result{Status: executor.StatusCompleted, ConversationID: "conv-1"}, nil
 			}

@@ -114,6 +114,14 @@ func (r *Run) Event(e executor.Event) {
 		if r.live != nil {
 			r.turnCompleted(e)
 		}
+	case executor.EventTurnStarted:
+		if r.live != nil {
+			r.turnStarted(e.Interaction)
+		}
+	case executor.EventTurnDropped:
+		if r.live != nil {
+			r.turnDropped(e.Interaction)
+		}
 	case executor.EventStalled:
 		r.event(Event{Kind: KindStalled, Text: e.Text, Seconds: e.Seconds})
 	case executor.EventSessionInfo:

@@ -112,6 +112,9 @@ func (a *Agent) Initialize(_ context.Context, p acpsdk.InitializeRequest) (acpsd
 				List: &acpsdk.SessionListCapabilities{}, Resume: &acpsdk.SessionResumeCapabilities{},
 				Close: &acpsdk.SessionCloseCapabilities{}, Fork: &acpsdk.SessionForkCapabilities{},
 			},
+			// As claude-agent-acp advertises it: a session/prompt sent while a
+			// turn runs is queued behind it and answered in order.
+			Meta: map[string]any{"claudeCode": map[string]any{"promptQueueing": true}},
 		},
 		AuthMethods: []acpsdk.AuthMethod{
 			{Agent: &acpsdk.AuthMethodAgent{Id: authLogin, Name: "Log in with Claude Code", Description: &loginDesc}},
@@ -203,6 +206,19 @@ func (a *Agent) resume(ctx context.Context, id acpsdk.SessionId, cwd string, mcp
 	if s == nil {
 		if s, err = a.open(ctx, spec); err != nil {
 			return nil, err
+		}
+	}
+	// A resumed conversation is titled by its own first prompt, not by the
+	// next one.
+	if _, title := transcriptHead(path); title != "" {
+		s.mu.Lock()
+		fresh := s.title == ""
+		if fresh {
+			s.title = title
+		}
+		s.mu.Unlock()
+		if fresh {
+			s.sendTitle(title)
 		}
 	}
 	// Replayed before the response, in order, as session/load asks. A
@@ -312,7 +328,7 @@ func (a *Agent) Prompt(_ context.Context, p acpsdk.PromptRequest) (acpsdk.Prompt
 	}
 	// Not the request's context: the SDK cancels it on session/cancel,
 	// which Cancel answers, and the turn's own end answers the rest.
-	return s.prompt(a.ctx, p.Prompt)
+	return s.prompt(a.ctx, p.Prompt, arrivalOf(p.Meta))
 }
 
 // Cancel implements acpsdk.Agent.

@@ -112,6 +112,12 @@ func transcriptHead(path string) (cwd, title string) {
 	return cwd, title
 }
 
+// titleOf is a prompt's text as a one-line session title ("" for none).
+func titleOf(text string) string {
+	b, _ := json.Marshal(text) // a string always marshals
+	return firstText(b)
+}
+
 // firstText is a user message's text, as a one-line title.
 func firstText(c json.RawMessage) string {
 	var s string

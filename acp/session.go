@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,17 +110,23 @@ type session struct {
 	out *outbox
 	tr  *translator // owned by the outbox goroutine
 
-	mu      sync.Mutex
-	runID   string // "" when no run is live
-	turn    *turn  // the prompt waiting for its answer
-	mode    string
-	model   string
-	info    json.RawMessage // the CLI's initialize response
-	infoC   chan struct{}   // closed when info arrives or the run ends
-	perms   map[string]context.CancelFunc
-	lastRes *streamjson.Result // the running turn's result line
-	stopWhy string
-	closed  bool
+	mu    sync.Mutex
+	runID string  // "" when no run is live
+	turn  *turn   // the prompt whose turn runs
+	queue []*turn // prompts sent while a turn ran, in order: the run runs them after it
+	// arrivals orders queueing: prompts are handled concurrently, so each
+	// waits for the ones that arrived before it (stampArrival) to queue.
+	arrivals  int
+	arrivalsC chan struct{} // closed and replaced when arrivals grows
+	mode      string
+	model     string
+	info      json.RawMessage // the CLI's initialize response
+	infoC     chan struct{}   // closed when info arrives or the run ends
+	perms     map[string]context.CancelFunc
+	lastRes   *streamjson.Result // the running turn's result line
+	stopWhy   string
+	closed    bool
+	title     string // sent in session_info_update: the conversation's first prompt
 }
 
 // turn is one session/prompt in flight.
@@ -132,7 +139,7 @@ type turn struct {
 // open starts a session's first run and waits for its CLI's initialize.
 func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
 	s := &session{a: a, id: sp.id, sp: sp, out: newOutbox(true), tr: newTranslator(sp.cwd), mode: "default",
-		perms: map[string]context.CancelFunc{}}
+		perms: map[string]context.CancelFunc{}, arrivalsC: make(chan struct{})}
 	if err := s.start(); err != nil {
 		s.out.close()
 		return nil, err
@@ -265,6 +272,16 @@ func (s *session) Event(e relay.Event) {
 	}
 }
 
+// sendTitle tells the client the session's title (session_info_update),
+// in order with the session's other updates.
+func (s *session) sendTitle(title string) {
+	now := time.Now().UTC().Format(time.RFC3339)
+	s.out.push(func() {
+		s.send(acpsdk.SessionUpdate{SessionInfoUpdate: &acpsdk.SessionSessionInfoUpdate{
+			SessionUpdate: "session_info_update", Title: &title, UpdatedAt: &now}})
+	})
+}
+
 // send writes one update; a client that went away ends the session soon.
 func (s *session) send(u acpsdk.SessionUpdate) {
 	if err := s.a.conn.SessionUpdate(s.a.ctx, acpsdk.SessionNotification{SessionId: acpsdk.SessionId(s.id), Update: u}); err != nil {
@@ -272,8 +289,18 @@ func (s *session) send(u acpsdk.SessionUpdate) {
 	}
 }
 
-// prompt runs one turn and answers when it ends.
-func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock) (acpsdk.PromptResponse, error) {
+// prompt runs one turn and answers when it ends. A prompt sent while a
+// turn runs is queued (promptQueueing): the run runs it when the turns
+// before it ended, and it gets its own answer. arrival is the prompt's
+// place among this session's (stampArrival), -1 when unknown.
+func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock, arrival int) (acpsdk.PromptResponse, error) {
+	s.awaitArrival(arrival)
+	queued := false
+	defer func() {
+		if !queued {
+			s.arrived(arrival)
+		}
+	}()
 	content, rec, err := promptContent(blocks)
 	if err != nil {
 		return acpsdk.PromptResponse{}, acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
@@ -281,13 +308,20 @@ func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock) (acp
 	t := &turn{inter: uuid.NewString(), done: make(chan acpsdk.PromptResponse, 1), err: make(chan error, 1)}
 	s.mu.Lock()
 	if s.turn != nil {
-		s.mu.Unlock()
-		return acpsdk.PromptResponse{}, acpsdk.NewInvalidRequest(map[string]any{"error": fmt.Sprintf(
-			"session %s is still answering a prompt: wait for its response, or send session/cancel first", s.id)})
+		s.queue = append(s.queue, t)
+	} else {
+		s.turn = t
 	}
-	s.turn = t
 	runID := s.runID
+	title := ""
+	if s.title == "" {
+		s.title = titleOf(rec.Prompt)
+		title = s.title
+	}
 	s.mu.Unlock()
+	if title != "" {
+		s.sendTitle(title)
+	}
 	if runID == "" {
 		// The run ended between prompts (idle, or the CLI died): start
 		// another on the same conversation.
@@ -303,6 +337,8 @@ func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock) (acp
 		s.clearTurn(t)
 		return acpsdk.PromptResponse{}, errOf(err)
 	}
+	queued = true
+	s.arrived(arrival)
 	select {
 	case r := <-t.done:
 		return r, nil
@@ -316,7 +352,58 @@ func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock) (acp
 func (s *session) clearTurn(t *turn) {
 	s.mu.Lock()
 	if s.turn == t {
-		s.turn = nil
+		s.turn = s.next()
+	}
+	s.queue = slices.DeleteFunc(s.queue, func(q *turn) bool { return q == t })
+	s.mu.Unlock()
+}
+
+// next takes the first queued prompt, whose turn runs next; s.mu held.
+func (s *session) next() *turn {
+	if len(s.queue) == 0 {
+		return nil
+	}
+	t := s.queue[0]
+	s.queue = s.queue[1:]
+	return t
+}
+
+// awaitArrival waits until the prompts that arrived in this session before
+// arrival n have queued, so that turns run in the order the client sent
+// them. Bounded: a prompt the SDK refused before it reached us never
+// queues, and must not hold the rest for ever.
+func (s *session) awaitArrival(n int) {
+	if n < 0 {
+		return
+	}
+	deadline := time.NewTimer(time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		ready, c := s.arrivals >= n, s.arrivalsC
+		s.mu.Unlock()
+		if ready {
+			return
+		}
+		select {
+		case <-c:
+		case <-deadline.C:
+			s.a.log.Debug("prompt queued before an earlier one", "session", s.id, "arrival", n)
+			return
+		}
+	}
+}
+
+// arrived notes that prompt arrival n has queued (or failed).
+func (s *session) arrived(n int) {
+	if n < 0 {
+		return
+	}
+	s.mu.Lock()
+	if n+1 > s.arrivals {
+		s.arrivals = n + 1
+		close(s.arrivalsC)
+		s.arrivalsC = make(chan struct{})
 	}
 	s.mu.Unlock()
 }
@@ -333,7 +420,7 @@ func (s *session) turnEnded(inter string, end *relay.End) {
 	refusal := s.tr.lastStopReason() == "refusal"
 	mine := t != nil && t.inter == inter
 	if mine {
-		s.turn = nil
+		s.turn = s.next() // the queued prompt the run runs now
 	}
 	s.mu.Unlock()
 	for _, u := range s.tr.abandon() {
@@ -357,31 +444,41 @@ func (s *session) turnEnded(inter string, end *relay.End) {
 	}
 }
 
-// runEnded answers a prompt whose run ended under it.
+// runEnded answers the prompts whose run ended under them: the running
+// one and those queued behind it.
 func (s *session) runEnded(end *relay.End) {
 	s.mu.Lock()
-	t := s.turn
-	s.turn = nil
+	ts := s.takeTurns()
 	s.mu.Unlock()
-	if t == nil {
-		return
+	for _, t := range ts {
+		if end.Status == executor.StatusCancelled {
+			t.done <- acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}
+			continue
+		}
+		t.err <- acpsdk.NewInternalError(map[string]any{"error": "the Claude CLI ended during the turn: " +
+			orText(end.Reason, end.Result.Stderr, string(end.Status))})
 	}
-	if end.Status == executor.StatusCancelled {
-		t.done <- acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}
-		return
-	}
-	t.err <- acpsdk.NewInternalError(map[string]any{"error": "the Claude CLI ended during the turn: " +
-		orText(end.Reason, end.Result.Stderr, string(end.Status))})
 }
 
-// cancel stops the running turn: the prompt answers cancelled at once, the
-// CLI is interrupted, and permission requests still open are withdrawn.
-// The next prompt waits in the run for the interrupted turn's end, so it
-// never gets that turn's answer.
+// takeTurns takes the running prompt and the queued ones; s.mu held.
+func (s *session) takeTurns() []*turn {
+	var ts []*turn
+	if s.turn != nil {
+		ts = append(ts, s.turn)
+	}
+	ts = append(ts, s.queue...)
+	s.turn, s.queue = nil, nil
+	return ts
+}
+
+// cancel stops the running turn and drops the queued ones: their prompts
+// answer cancelled at once, the CLI is interrupted, and permission
+// requests still open are withdrawn. The next prompt waits in the run for
+// the interrupted turn's end, so it never gets that turn's answer.
 func (s *session) cancel() {
 	s.mu.Lock()
-	t, runID := s.turn, s.runID
-	s.turn = nil
+	runID := s.runID
+	ts := s.takeTurns()
 	perms := make([]context.CancelFunc, 0, len(s.perms))
 	for _, c := range s.perms {
 		perms = append(perms, c)
@@ -391,11 +488,11 @@ func (s *session) cancel() {
 		c()
 	}
 	if runID != "" {
-		if err := s.a.opts.Core.Interrupt("", runID, wire.ByACP); err != nil {
+		if err := s.a.opts.Core.CancelTurns(runID, wire.ByACP); err != nil {
 			s.a.log.Debug("interrupt", "session", s.id, "err", err)
 		}
 	}
-	if t != nil {
+	for _, t := range ts {
 		s.out.push(func() { t.done <- acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled} })
 	}
 }

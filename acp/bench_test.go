@@ -15,27 +15,30 @@ const benchRunsPerOp = 3
 
 // BenchmarkACP is issue 14's side by side: the same client script
 // (testdata/client.mjs, the official ACP SDK's client), the same pinned CLI
-// and the same scripted API, driving Zed's own adapter (baseline,
-// @zed-industries/claude-agent-acp under node) and `claude-relay acp`
-// (relay). Each run starts the agent, opens a session, sends a
-// one-Bash-tool prompt, then a prompt whose Bash `sleep` it cancels, and
-// reads the agent's peak RSS before closing it. Reported, as medians of the
-// runs: ns/op is the Bash prompt's session/prompt-to-response time (so
-// `make bench`'s ratio is the latency ratio, goal <= 1.0), ms-first-update
-// the time to its first turn update (message, thought, tool call or plan),
-// ms-response the same as ns/op in ms, ms-cancel session/cancel to the
-// prompt's answer (goal <= 100), MB-agent-peak the agent process's VmHWM
-// (goal <= 1/3 of Zed's) and MB-tree-peak the VmHWM of the agent and every
-// descendant added up (the CLI included).
+// and the same scripted API, driving the reference adapter (baseline,
+// @agentclientprotocol/claude-agent-acp 0.101.0 under Node 24) and
+// `claude-relay acp` (relay). Each run starts the agent, opens a session,
+// sends a one-Bash-tool prompt, then a prompt whose Bash `sleep` it
+// cancels, and reads the agent's peak RSS before closing it. Reported, as
+// medians of the runs: ns/op is the Bash prompt's session/prompt-to-response
+// time (so `make bench`'s ratio is the latency ratio, goal <= 1.0),
+// ms-first-update the time to its first turn update (message, thought, tool
+// call or plan), ms-response the same as ns/op in ms, ms-cancel
+// session/cancel to the prompt's answer (goal <= 100), MB-agent-peak the
+// agent process's VmHWM (goal <= 1/3 of the reference's) and MB-tree-peak
+// the VmHWM of the agent and every descendant added up (the CLI included).
+// The README's comparison (TestACPFeatureTable) shows one run of the same
+// figures; these are the ones to quote.
 //
 // make bench runs it; alone: make deps, then
 //
-//	CLAUDE_RELAY_ZED_ACP=... CLAUDE_RELAY_ACP_SDK=... go test -run '^$' -bench BenchmarkACP ./acp
+//	go run ./internal/benchtab -bench ACP -pkgs ./acp
 //
-// The baseline skips unless $CLAUDE_RELAY_ZED_ACP is set (the Makefile
-// exports it); relay skips while `claude-relay acp` is an unknown command.
+// The baseline skips unless the adapter is installed ($CLAUDE_RELAY_CLAUDE_AGENT_ACP,
+// else `make deps`'s cache; under CI=true it fails instead); relay skips
+// while `claude-relay acp` is an unknown command.
 func BenchmarkACP(b *testing.B) {
-	b.Run("baseline", func(b *testing.B) { benchACP(b, zedAgent(b)) })
+	b.Run("baseline", func(b *testing.B) { benchACP(b, claudeAgentACP(b)) })
 	b.Run("relay", func(b *testing.B) { benchACP(b, relayAgent(b, false)) })
 }
 

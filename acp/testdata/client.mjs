@@ -23,16 +23,19 @@
 // block from --image); prompts (a resource link and an embedded resource
 // among text, an image alone, a follow-up: issue 23); probe (list,
 // set_model, set_config_option, resume, fork, close, an unknown method,
-// authenticate: answers only, for the feature table); bench (a Bash prompt
-// and a cancel, timed, and the peak RSS).
+// authenticate: answers only, for the feature table); queue (prompts sent
+// while one runs, then a cancel with one queued: issue 24); bench (a Bash
+// prompt and a cancel, timed, and the peak RSS).
 // Permission requests are answered allow_once, reject_once in write_reject.
 //
 // Output: one JSON object per line, each with "t" (ms since this script
 // started) and "event":
 //   spawn        {agent, pid, argv}               an agent process started
-//   request      {agent, method, params}          a request or notification sent
-//   response     {agent, method, ms, result}      its answer, ms after sending
-//   error        {agent, method, ms, code, message, data}  an error answer
+//   request      {agent, method, tag, params}     a request or notification sent
+//   response     {agent, method, tag, ms, result} its answer, ms after sending
+//   error        {agent, method, tag, ms, code, message, data}  an error answer
+//                                                  (tag: the scenario's name for
+//                                                  the request, where it has one)
 //   update       {agent, seq, sessionId, kind, update}     a session/update, as it
 //                                                  arrived on the wire (before the SDK)
 //   notification {agent, method, params}          any other notification
@@ -82,6 +85,7 @@ const SCENARIOS = [
   "image",
   "prompts",
   "probe",
+  "queue",
   "bench",
 ];
 
@@ -98,6 +102,8 @@ const { values: opt, positionals } = parseArgs({
     image: { type: "string" },
     mode: { type: "string", default: "acceptEdits" },
     "sleep-arg": { type: "string", default: "30" },
+    // The queue scenario's five prompts, A to E, in order.
+    "queue-prompt": { type: "string", multiple: true },
   },
 });
 
@@ -352,26 +358,28 @@ class Agent {
   }
 
   // request sends method and logs the answer; an error answer fails the
-  // scenario unless allowError is set (then the error is returned).
-  async request(method, params, { allowError = false, timeout = stepTimeout } = {}) {
+  // scenario unless allowError is set (then the error is returned). A tag
+  // is logged with the request and its answer, which tells apart the
+  // answers of requests in flight together (the queue scenario's prompts).
+  async request(method, params, { allowError = false, timeout = stepTimeout, tag } = {}) {
     step = `${method} on agent ${this.index}`;
-    emit("request", { agent: this.index, method, params });
+    emit("request", { agent: this.index, method, tag, params });
     const sent = performance.now();
     try {
       const result = await within(timeout, `the answer to ${method}`, this.ctx.request(method, params));
       const ms = Math.round((performance.now() - sent) * 10) / 10;
-      emit("response", { agent: this.index, method, ms, result: result ?? null });
+      emit("response", { agent: this.index, method, tag, ms, result: result ?? null });
       return { result: result ?? {}, ms, sentAt: sent };
     } catch (e) {
       const ms0 = Math.round((performance.now() - sent) * 10) / 10;
       if (e instanceof ScenarioError && allowError) {
         // A probe that gets no answer is a finding, not a broken run.
-        emit("error", { agent: this.index, method, ms: ms0, code: null, message: e.message, data: null });
+        emit("error", { agent: this.index, method, tag, ms: ms0, code: null, message: e.message, data: null });
         return { error: e, ms: ms0, sentAt: sent };
       }
       if (e instanceof ScenarioError) throw e;
       const ms = Math.round((performance.now() - sent) * 10) / 10;
-      emit("error", { agent: this.index, method, ms, code: e.code ?? null, message: e.message, data: e.data ?? null });
+      emit("error", { agent: this.index, method, tag, ms, code: e.code ?? null, message: e.message, data: e.data ?? null });
       if (allowError) return { error: e, ms, sentAt: sent };
       throw new ScenarioError(`${method} failed: ${e.code ?? ""} ${e.message}${e.data ? " " + JSON.stringify(e.data) : ""}`);
     }
@@ -507,15 +515,14 @@ async function prompt(agent, sessionId, content, opts = {}) {
 
 const text = (s) => [{ type: "text", text: s }];
 
-// runCancel prompts for the Bash `sleep`, waits until the sleep process
-// runs under the agent, sends session/cancel and returns how long the
-// prompt took to answer after it, and whether the sleep was gone within 10 s.
-async function runCancel(agent, sessionId, promptText) {
+// waitForSleep waits until the Bash `sleep --sleep-arg` runs under the agent
+// and returns its pid; pending is the prompt that asked for it, which must
+// not end first.
+async function waitForSleep(agent, pending) {
   const sleepArg = opt["sleep-arg"];
   let answered = null;
-  const pending = agent.request("session/prompt", { sessionId, prompt: text(promptText) }, { timeout: stepTimeout });
   pending.then(
-    (r) => (answered = r.result?.stopReason ?? "no stopReason"),
+    (r) => (answered = r.error ? `error: ${r.error.message}` : (r.result?.stopReason ?? "no stopReason")),
     (e) => (answered = `error: ${e.message}`),
   );
   step = "waiting for the Bash sleep to run";
@@ -532,6 +539,15 @@ async function runCancel(agent, sessionId, promptText) {
     if (!sleepPid) await sleep(20);
   }
   emit("mark", { agent: agent.index, name: "sleep_running", pid: sleepPid });
+  return sleepPid;
+}
+
+// runCancel prompts for the Bash `sleep`, waits until the sleep process
+// runs under the agent, sends session/cancel and returns how long the
+// prompt took to answer after it, and whether the sleep was gone within 10 s.
+async function runCancel(agent, sessionId, promptText) {
+  const pending = agent.request("session/prompt", { sessionId, prompt: text(promptText) }, { timeout: stepTimeout });
+  const sleepPid = await waitForSleep(agent, pending);
   const cancelAt = performance.now();
   await agent.notify("session/cancel", { sessionId });
   emit("mark", { agent: agent.index, name: "cancel_sent" });
@@ -570,15 +586,32 @@ const run = {
     await a.initialize();
     const { sessionId } = await a.newSession();
     const p = await prompt(a, sessionId, text(opt.prompt ?? "run the echo"));
-    emit("result", { scenario, first_update_ms: p.firstMs, response_ms: p.ms, stop_reason: p.stopReason });
+    const r = a.rss();
+    emit("result", {
+      scenario,
+      first_update_ms: p.firstMs,
+      response_ms: p.ms,
+      stop_reason: p.stopReason,
+      agent_hwm_kb: r.agent_hwm_kb,
+      tree_hwm_kb: r.tree_hwm_kb,
+    });
     await a.close();
   },
 
+  // write_reject rejects a Write in the default mode: an agent whose new
+  // sessions start in another one (the reference adapter starts in `auto`,
+  // where the CLI decides alone) is first set to `default`, as a user who
+  // wants to be asked would.
   async write_reject() {
     const a = newAgent();
     a.permissionAnswer = "reject_once";
     await a.initialize();
-    const { sessionId } = await a.newSession();
+    const { sessionId, modes } = await a.newSession();
+    const current = modes?.currentModeId;
+    if (current && current !== "default" && modes.availableModes?.some((m) => m.id === "default")) {
+      await a.request("session/set_mode", { sessionId, modeId: "default" });
+      emit("mark", { agent: 0, name: "mode_set", from: current, to: "default" });
+    }
     const p = await prompt(a, sessionId, text(opt.prompt ?? "write the file"));
     emit("result", { scenario, response_ms: p.ms, stop_reason: p.stopReason });
     await a.close();
@@ -707,6 +740,50 @@ const run = {
     await a.request("session/close", { sessionId: sid }, probe);
     await a.request("_claude_relay/no_such_method", {}, probe);
     await a.request("authenticate", { methodId: "no-such-method" }, probe);
+    await a.close();
+  },
+
+  // queue sends prompts while one runs (issue 24). Part 1: prompt A, then
+  // at once prompt B; a queueing agent answers A, then runs B as a turn of
+  // its own. Part 2: prompt C runs a Bash sleep, prompt D is sent behind
+  // it, then session/cancel: both answer cancelled and D never reaches the
+  // model; prompt E then gets its own answer. B's and D's answers are taken
+  // as they come (an error, a steer into the running turn): the test judges
+  // them, so one agent's way does not stop the run.
+  async queue() {
+    const texts = opt["queue-prompt"] ?? [];
+    if (texts.length !== 5) usage(`the queue scenario needs --queue-prompt five times (A to E), got ${texts.length}`);
+    const [textA, textB, textC, textD, textE] = texts;
+    const a = newAgent();
+    const init = await a.initialize();
+    emit("mark", { agent: 0, name: "prompt_queueing", value: init.agentCapabilities?._meta?.claudeCode?.promptQueueing ?? null });
+    const { sessionId } = await a.newSession();
+    const ask = (tag, s) => prompt(a, sessionId, text(s), { allowError: true, tag });
+    const outcome = (r) => r.stopReason ?? `error ${r.error?.code ?? ""} ${r.error?.message ?? ""}`.trim();
+
+    // Both requests are on the wire before either is answered.
+    const [ra, rb] = await Promise.all([ask("A", textA), ask("B", textB)]);
+    emit("mark", { agent: 0, name: "queue_ab", a: outcome(ra), b: outcome(rb) });
+    // An agent that refused B gets it again now, as an editor without
+    // queueing would send it: the conversation then holds B's turn either
+    // way, which the scripted API's next replies count on.
+    if (rb.error) {
+      const again = await ask("B-again", textB);
+      emit("mark", { agent: 0, name: "queue_b_again", b: outcome(again) });
+    }
+
+    const pc = ask("C", textC);
+    await waitForSleep(a, pc);
+    const pd = ask("D", textD);
+    // A round trip after D, so that the agent has read D before the
+    // cancel (it answers the unknown method once it read the line after D).
+    await a.request("_claude_relay/no_such_method", {}, { allowError: true, timeout: 10000 });
+    await a.notify("session/cancel", { sessionId });
+    emit("mark", { agent: 0, name: "cancel_sent" });
+    const [rc, rd] = await Promise.all([pc, pd]);
+    emit("mark", { agent: 0, name: "queue_cd", c: outcome(rc), d: outcome(rd) });
+    const re = await ask("E", textE);
+    emit("result", { scenario, a: outcome(ra), b: outcome(rb), c: outcome(rc), d: outcome(rd), e: outcome(re) });
     await a.close();
   },
 

@@ -97,18 +97,31 @@ func TestTwoStores(t *testing.T) {
 // TestBackfill opens a database that a release before migration 2 filled:
 // the migration derives the new fields, tables and rows from the events.
 func TestBackfill(t *testing.T) {
+	events := storetest.BackfillFixture()
+	s := openOld(t, 1, storetest.V1Inserts(events, ph))
+	storetest.CheckBackfill(t, s, events)
+}
+
+// migrations are every schema version this build applies.
+var migrations = []int{1, 2, 3, 4, 5}
+
+// ph numbers PostgreSQL's placeholders for storetest's statements.
+func ph(n int) string { return "$" + strconv.Itoa(n) }
+
+// openOld opens a database that a release at schema version left, filled
+// with stmts, and checks that opening it applied every later migration.
+func openOld(t *testing.T, version int, stmts []storetest.Statement) *postgres.Store {
+	t.Helper()
 	ctx := context.Background()
 	url := pg.Database(t)
-	events := storetest.BackfillFixture()
-	ph := func(n int) string { return "$" + strconv.Itoa(n) }
-	if err := postgres.CreateOld(ctx, url, 1, storetest.V1Inserts(events, ph)); err != nil {
-		t.Fatalf("create a v1 database: %v", err)
+	if err := postgres.CreateOld(ctx, url, version, stmts); err != nil {
+		t.Fatalf("create a v%d database: %v", version, err)
 	}
 	s := open(t, url)
-	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
-		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, migrations) {
+		t.Fatalf("schema_migrations = %v, %v; want %v", v, err, migrations)
 	}
-	storetest.CheckBackfill(t, s, events)
+	return s
 }
 
 func event(session, id string, seq int64) store.Event {
@@ -189,8 +202,8 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 	}
 	s := open(t, url)
-	if v, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
-		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
+	if v, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(v, migrations) {
+		t.Errorf("schema_migrations = %v, %v; want %v", v, err, migrations)
 	}
 }
 

@@ -53,21 +53,35 @@ func TestTwoStores(t *testing.T) {
 // TestBackfill opens a database that a release before migration 2 filled:
 // the migration derives the new fields, tables and rows from the events.
 func TestBackfill(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
 	events := storetest.BackfillFixture()
-	if err := sqlite.CreateOld(ctx, path, 1, storetest.V1Inserts(events, func(int) string { return "?" })); err != nil {
-		t.Fatalf("create a v1 database: %v", err)
+	s := openOld(t, 1, storetest.V1Inserts(events, ph))
+	storetest.CheckBackfill(t, s, events)
+}
+
+// migrations are every schema version this build applies.
+var migrations = []int{1, 2, 3, 4, 5}
+
+// ph numbers SQLite's placeholders for storetest's statements.
+func ph(int) string { return "?" }
+
+// openOld opens a database that a release at schema version left, filled
+// with stmts, and checks that opening it applied every later migration.
+func openOld(t *testing.T, version int, stmts []storetest.Statement) *sqlite.Store {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.db", version))
+	if err := sqlite.CreateOld(ctx, path, version, stmts); err != nil {
+		t.Fatalf("create a v%d database: %v", version, err)
 	}
 	s, err := sqlite.Open(ctx, path)
 	if err != nil {
-		t.Fatalf("Open a v1 database: %v", err)
+		t.Fatalf("Open a v%d database: %v", version, err)
 	}
-	defer s.Close()
-	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, []int{1, 2, 3, 4, 5}) {
-		t.Fatalf("schema_migrations = %v, %v; want [1 2 3 4 5]", v, err)
+	t.Cleanup(func() { _ = s.Close() })
+	if v, err := s.SchemaVersions(ctx); err != nil || !slices.Equal(v, migrations) {
+		t.Fatalf("schema_migrations = %v, %v; want %v", v, err, migrations)
 	}
-	storetest.CheckBackfill(t, s, events)
+	return s
 }
 
 func TestOpenCreatesPrivateDirectory(t *testing.T) {
@@ -114,8 +128,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	if n, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(n, []int{1, 2, 3, 4, 5}) {
-		t.Errorf("schema_migrations = %v, %v; want [1 2 3 4 5]", n, err)
+	if n, err := s.SchemaVersions(context.Background()); err != nil || !slices.Equal(n, migrations) {
+		t.Errorf("schema_migrations = %v, %v; want %v", n, err, migrations)
 	}
 	// The file header's read and write versions (bytes 18 and 19) are 2 in
 	// WAL mode: every concurrent opener saw the same mode.

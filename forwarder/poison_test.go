@@ -88,11 +88,21 @@ func poisonEvent(session string) Event {
 }
 
 // guardedOpts are fastOpts for g with a small, injected poison bound.
-func guardedOpts(dir string, g *guarded, batch string, log *errorLog) Options {
+// startGuarded starts a forwarder in front of a guarded backend, with
+// batching batch and a poison bound of 5; it returns the spool dir and the
+// errors the forwarder reports, which the checks read.
+func startGuarded(t *testing.T, batch string) (*Forwarder, *guarded, string, *errorLog) {
+	t.Helper()
+	g, dir, log := newGuarded(t), t.TempDir(), &errorLog{}
 	opts := fastOpts(dir, g.url)
 	opts.Token = func() string { return realToken }
 	opts.Batch, opts.PoisonAfter, opts.OnError = batch, 5, log.add
-	return opts
+	f, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start()
+	return f, g, dir, log
 }
 
 func deadLetterLines(t *testing.T, dir, session string) []map[string]any {
@@ -154,14 +164,7 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestPoisonEventDeadLetteredWhileOthersAreStored(t *testing.T) {
 	for _, batch := range []string{"auto", "never"} {
 		t.Run("batch="+batch, func(t *testing.T) {
-			g := newGuarded(t)
-			dir := t.TempDir()
-			var log errorLog
-			f, err := Open(guardedOpts(dir, g, batch, &log))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Start()
+			f, g, dir, log := startGuarded(t, batch)
 			for i := range 3 {
 				if _, err := f.Enqueue(event("a", "i", i)); err != nil {
 					t.Fatal(err)
@@ -205,7 +208,7 @@ func TestPoisonEventDeadLetteredWhileOthersAreStored(t *testing.T) {
 			if got := int64(len(g.seqs(t, "b"))); got != others.Load() {
 				t.Errorf("session b stored %d events, want %d", got, others.Load())
 			}
-			checkPoisonReported(t, &log, dir, "a")
+			checkPoisonReported(t, log, dir, "a")
 		})
 	}
 }
@@ -218,14 +221,7 @@ func TestPoisonEventDeadLetteredWhileOthersAreStored(t *testing.T) {
 func TestPoisonEventWaitsForEvidence(t *testing.T) {
 	for _, batch := range []string{"auto", "never"} {
 		t.Run("batch="+batch, func(t *testing.T) {
-			g := newGuarded(t)
-			dir := t.TempDir()
-			var log errorLog
-			f, err := Open(guardedOpts(dir, g, batch, &log))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Start()
+			f, g, dir, log := startGuarded(t, batch)
 			evs := []Event{event("a", "i", 0), poisonEvent("a")}
 			for i := 2; i < 5; i++ {
 				evs = append(evs, event("a", "i", i))
@@ -254,7 +250,7 @@ func TestPoisonEventWaitsForEvidence(t *testing.T) {
 			if got := g.seqs(t, "a"); !equalSeqs(got, []int64{1, 3, 4, 5}) {
 				t.Errorf("session a stored seqs %v, want [1 3 4 5]", got)
 			}
-			checkPoisonReported(t, &log, dir, "a")
+			checkPoisonReported(t, log, dir, "a")
 		})
 	}
 }
@@ -266,14 +262,7 @@ func TestPoisonEventWaitsForEvidence(t *testing.T) {
 func TestOutageDeadLettersNothing(t *testing.T) {
 	for _, status := range []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
-			g := newGuarded(t)
-			dir := t.TempDir()
-			var log errorLog
-			f, err := Open(guardedOpts(dir, g, "auto", &log))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.Start()
+			f, g, _, log := startGuarded(t, "auto")
 			// Stored before the outage: old evidence proves nothing.
 			for i := range 3 {
 				if _, err := f.Enqueue(event("b", "i", i)); err != nil {

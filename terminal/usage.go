@@ -40,27 +40,17 @@ import (
 // may arrive before the tailer has read the turn's last lines, never
 // triggers a post.
 
-// transcriptLine is what the usage rules read of a transcript line.
+// transcriptLine is what the usage rules read of a transcript line; an
+// assistant line is read as wire.TranscriptAssistant.
 type transcriptLine struct {
-	Type             string          `json:"type"`
-	Subtype          string          `json:"subtype"`
-	UUID             string          `json:"uuid"`
-	SessionID        string          `json:"sessionId"`
-	RequestSessionID string          `json:"requestSessionId"`
-	PromptID         string          `json:"promptId"`
-	RequestID        string          `json:"requestId"`
-	IsAPIError       bool            `json:"isApiErrorMessage"`
-	Interrupted      string          `json:"interruptedMessageId"`
-	HookErrors       json.RawMessage `json:"hookErrors"`
-	Message          json.RawMessage `json:"message"`
-}
-
-// transcriptMessage is an assistant line's message.
-type transcriptMessage struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Usage   wire.Usage      `json:"usage"`
-	Content json.RawMessage `json:"content"`
+	Type        string          `json:"type"`
+	Subtype     string          `json:"subtype"`
+	UUID        string          `json:"uuid"`
+	SessionID   string          `json:"sessionId"`
+	PromptID    string          `json:"promptId"`
+	Interrupted string          `json:"interruptedMessageId"`
+	HookErrors  json.RawMessage `json:"hookErrors"`
+	Message     json.RawMessage `json:"message"`
 }
 
 // turnEnd is one turn as relay.turn_completed reports it.
@@ -144,7 +134,11 @@ func (t *usageTracker) line(b []byte) (before, after *turnEnd) {
 			t.cur = &openTurn{promptID: l.PromptID}
 		}
 	case "assistant":
-		return nil, t.assistant(l)
+		var a wire.TranscriptAssistant
+		if json.Unmarshal(b, &a) != nil {
+			return nil, nil
+		}
+		return nil, t.assistant(a)
 	case "system":
 		switch l.Subtype {
 		case "stop_hook_summary":
@@ -168,21 +162,14 @@ func (t *usageTracker) line(b []byte) (before, after *turnEnd) {
 // assistant counts an assistant line's message once: by message ID and
 // request ID, latest usage winning (the CLI repeats it on every block's
 // line). An API error ends the turn.
-func (t *usageTracker) assistant(l transcriptLine) *turnEnd {
-	var m transcriptMessage
-	if json.Unmarshal(l.Message, &m) != nil {
-		return nil
-	}
+func (t *usageTracker) assistant(l wire.TranscriptAssistant) *turnEnd {
 	if l.IsAPIError {
-		return t.markEnd(t.curPrompt(), wire.StatusFailed, messageText(m.Content))
+		return t.markEnd(t.curPrompt(), wire.StatusFailed, messageText(l.Message.Content))
 	}
-	if strings.HasPrefix(m.Model, "<") { // "<synthetic>": no API call
+	if !l.Counted() {
 		return nil
 	}
-	if l.RequestSessionID != "" && l.SessionID != "" && l.RequestSessionID != l.SessionID {
-		return nil // copied from the conversation a fork started from
-	}
-	key := messageKey(m.ID, l.RequestID, l.UUID)
+	key := l.Key()
 	if t.counted.has(key) {
 		return nil
 	}
@@ -195,18 +182,9 @@ func (t *usageTracker) assistant(l transcriptLine) *turnEnd {
 	if _, ok := t.cur.msgs[key]; !ok {
 		t.cur.order = append(t.cur.order, key)
 	}
-	t.cur.msgs[key] = message{model: m.Model, usage: m.Usage}
+	t.cur.msgs[key] = message{model: l.Message.Model, usage: l.Message.Usage}
 	t.cur.active = true
 	return nil
-}
-
-// messageKey identifies one API response: the CLI writes a line per content
-// block, and a retried request has its own request ID.
-func messageKey(msgID, requestID, uuid string) string {
-	if msgID == "" && requestID == "" {
-		return "uuid:" + uuid
-	}
-	return msgID + "\x00" + requestID
 }
 
 // hook takes a hook input: Stop and StopFailure say how the prompt's turn

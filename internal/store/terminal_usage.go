@@ -215,30 +215,13 @@ type transcriptUsage struct {
 }
 
 // transcriptUsageOf reads a transcript assistant line's message: false when
-// it does not count (not an assistant line, "<synthetic>", or copied from
-// another conversation).
+// it does not count (wire.TranscriptAssistant.Counted).
 func transcriptUsageOf(data json.RawMessage) (transcriptUsage, bool) {
-	var l struct {
-		Type             string `json:"type"`
-		UUID             string `json:"uuid"`
-		SessionID        string `json:"sessionId"`
-		RequestSessionID string `json:"requestSessionId"`
-		RequestID        string `json:"requestId"`
-		Message          struct {
-			ID    string          `json:"id"`
-			Model string          `json:"model"`
-			Usage json.RawMessage `json:"usage"`
-		} `json:"message"`
-	}
-	if json.Unmarshal(data, &l) != nil || l.Type != "assistant" || strings.HasPrefix(l.Message.Model, "<") ||
-		(l.RequestSessionID != "" && l.SessionID != "" && l.RequestSessionID != l.SessionID) {
+	var l wire.TranscriptAssistant
+	if json.Unmarshal(data, &l) != nil || l.Type != "assistant" || !l.Counted() {
 		return transcriptUsage{}, false
 	}
-	key := l.Message.ID + "\x00" + l.RequestID
-	if l.Message.ID == "" && l.RequestID == "" {
-		key = "uuid:" + l.UUID
-	}
-	return transcriptUsage{key: key, model: l.Message.Model, usage: usageOf(l.Message.Usage)}, true
+	return transcriptUsage{key: l.Key(), model: l.Message.Model, usage: Usage(l.Message.Usage)}, true
 }
 
 // stringField is event data's string field (a prompt ID, a uuid).

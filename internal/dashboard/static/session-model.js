@@ -164,8 +164,10 @@ window.CRModel = (function () {
     this.turnCount = 0;
     this.turnInters = new Set(); // interactions that have a turn
     this.interTurns = new Map(); // interaction -> its turns, in order (a terminal run has several)
-    // Messages sent into a live run while a turn ran (relay.message_sent
-    // posted when queued): each becomes a turn when the turn before it ends.
+    // Messages sent into a live run while a turn ran, as helpers before
+    // the executor reported turn starts recorded them (relay.message_sent
+    // posted when queued): each becomes a turn when the turn before it
+    // ends. Today's helpers post it when the turn starts.
     this.queued = [];
     this.runTurnsEnded = new Set(); // runs that posted relay.turn_completed: their ends repeat the turns' figures
     this.inits = new Set();         // conversations whose session start was shown

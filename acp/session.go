@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,10 +119,11 @@ type session struct {
 	// waits for the ones that arrived before it (stampArrival) to queue.
 	arrivals  int
 	arrivalsC chan struct{} // closed and replaced when arrivals grows
-	mode      string
+	mode      string        // "" until the run says which it started in (the CLI's configured default)
 	model     string
-	info      json.RawMessage // the CLI's initialize response
-	infoC     chan struct{}   // closed when info arrives or the run ends
+	info      json.RawMessage             // the CLI's initialize response
+	cliModes  []streamjson.PermissionMode // the modes the CLI takes; nil when it did not say
+	infoC     chan struct{}               // closed when info arrives or the run ends
 	perms     map[string]context.CancelFunc
 	lastRes   *streamjson.Result // the running turn's result line
 	stopWhy   string
@@ -138,7 +140,7 @@ type turn struct {
 
 // open starts a session's first run and waits for its CLI's initialize.
 func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
-	s := &session{a: a, id: sp.id, sp: sp, out: newOutbox(true), tr: newTranslator(sp.cwd), mode: "default",
+	s := &session{a: a, id: sp.id, sp: sp, out: newOutbox(true), tr: newTranslator(sp.cwd),
 		perms: map[string]context.CancelFunc{}, arrivalsC: make(chan struct{})}
 	if err := s.start(); err != nil {
 		s.out.close()
@@ -222,7 +224,8 @@ func (s *session) Event(e relay.Event) {
 		})
 	case relay.KindSessionInfo:
 		s.mu.Lock()
-		s.info = e.Info
+		s.info, s.cliModes = e.Info, e.Modes
+		s.mode = e.Mode
 		close(s.infoC)
 		s.mu.Unlock()
 		s.out.push(func() {
@@ -568,14 +571,57 @@ func (s *session) modes() *acpsdk.SessionModeState {
 	cur := s.mode
 	s.mu.Unlock()
 	var modes []acpsdk.SessionMode
-	for _, m := range availableModes {
-		if m.id == "bypassPermissions" && s.a.opts.Root {
-			continue
-		}
-		desc := m.desc
-		modes = append(modes, acpsdk.SessionMode{Id: acpsdk.SessionModeId(m.id), Name: m.name, Description: &desc})
+	for _, m := range s.offeredModes() {
+		desc := m.Description
+		modes = append(modes, acpsdk.SessionMode{Id: acpsdk.SessionModeId(m.Mode), Name: m.Name, Description: &desc})
 	}
 	return &acpsdk.SessionModeState{AvailableModes: modes, CurrentModeId: acpsdk.SessionModeId(cur)}
+}
+
+// offeredModes are the modes the CLI takes (in streamjson.Modes' order),
+// less those that cannot work here: bypassPermissions as root (the CLI
+// refuses it), auto on a model that does not support it. A CLI that did not
+// say gets the three every CLI takes.
+func (s *session) offeredModes() []streamjson.ModeInfo {
+	s.mu.Lock()
+	taken, info, model := s.cliModes, s.info, s.model
+	s.mu.Unlock()
+	if taken == nil {
+		taken = []streamjson.PermissionMode{streamjson.PermissionModeDefault, streamjson.PermissionModeAcceptEdits, streamjson.PermissionModePlan}
+	}
+	var out []streamjson.ModeInfo
+	for _, m := range streamjson.Modes {
+		switch {
+		case !slices.Contains(taken, m.Mode):
+		case m.Mode == streamjson.PermissionModeBypassPermissions && s.a.opts.Root:
+		case m.Mode == streamjson.PermissionModeAuto && !autoSupported(info, model):
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// autoSupported reads the model's supportsAutoMode from the initialize
+// response's models (model "" is the CLI's default); a model that does not
+// say is taken to support it.
+func autoSupported(info json.RawMessage, model string) bool {
+	var r struct {
+		Models []struct {
+			Value            string `json:"value"`
+			SupportsAutoMode *bool  `json:"supportsAutoMode"`
+		} `json:"models"`
+	}
+	if json.Unmarshal(info, &r) != nil {
+		return true
+	}
+	model = cmp.Or(model, "default")
+	for _, m := range r.Models {
+		if m.Value == model {
+			return m.SupportsAutoMode == nil || *m.SupportsAutoMode
+		}
+	}
+	return true
 }
 
 func (s *session) offersMode(id string) bool {
@@ -593,13 +639,6 @@ func (s *session) modeIDs() []string {
 		ids = append(ids, string(m.Id))
 	}
 	return ids
-}
-
-var availableModes = []struct{ id, name, desc string }{
-	{"default", "Default", "Asks before edits and commands"},
-	{"acceptEdits", "Accept Edits", "Edits run without asking; commands still ask"},
-	{"plan", "Plan", "Plans first: nothing changes until you approve the plan"},
-	{"bypassPermissions", "Bypass Permissions", "Nothing asks"},
 }
 
 // models is the model state from the CLI's initialize response.

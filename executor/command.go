@@ -42,6 +42,12 @@ func (e *Executor) command(req Request) (string, []string, []string, error) {
 	if req.PartialMessages {
 		args = append(args, "--include-partial-messages")
 	}
+	if req.KeepAlive && os.Geteuid() != 0 {
+		// Lets set_mode switch a live run to bypassPermissions, as the
+		// CLI allows only when launched so; it never starts in it (the
+		// CLI refuses the flag to root).
+		args = append(args, "--allow-dangerously-skip-permissions")
+	}
 	if req.MaxBudgetUSD > 0 {
 		args = append(args, "--max-budget-usd="+strconv.FormatFloat(req.MaxBudgetUSD, 'f', -1, 64))
 	}
@@ -106,25 +112,21 @@ func (e *Executor) environ(req Request) []string {
 	return env
 }
 
-// permissionMode is the mode we ask the CLI for. bypassPermissions is refused
-// by the CLI when running as root, so it runs as default mode with every
-// can_use_tool allowed, which is what bypass means.
+// permissionMode is the mode we ask the CLI for; "" asks for none, so the
+// CLI starts in its configured default (permissions.defaultMode).
+// bypassPermissions is refused by the CLI when running as root, so it runs as
+// default mode with every can_use_tool allowed, which is what bypass means.
 func permissionMode(req Request) streamjson.PermissionMode {
-	switch req.PermissionMode {
-	case "", streamjson.PermissionModeBypassPermissions:
+	if req.PermissionMode == streamjson.PermissionModeBypassPermissions {
 		return streamjson.PermissionModeDefault
-	default:
-		return req.PermissionMode
 	}
+	return req.PermissionMode
 }
 
 // validate rejects requests that cannot run.
 func validate(req Request) error {
-	switch req.PermissionMode {
-	case "", streamjson.PermissionModeDefault, streamjson.PermissionModeAcceptEdits,
-		streamjson.PermissionModePlan, streamjson.PermissionModeBypassPermissions:
-	default:
-		return fmt.Errorf("%w: permission mode %q (allowed: default, acceptEdits, plan, bypassPermissions)", ErrBadRequest, req.PermissionMode)
+	if req.PermissionMode != "" && !req.PermissionMode.Known() {
+		return fmt.Errorf("%w: permission mode %q (allowed: %s)", ErrBadRequest, req.PermissionMode, streamjson.ModeList())
 	}
 	if req.Fork && req.Resume == "" && !req.Continue {
 		return fmt.Errorf("%w: fork needs a conversation to resume (resume or continue)", ErrBadRequest)

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/proc"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 )
 
@@ -86,12 +88,57 @@ func TestNormalTurn(t *testing.T) {
 	if !strings.Contains(lines[0], `"--model=-weird-model"`) || !strings.Contains(lines[0], `"--max-turns=3"`) {
 		t.Errorf("argv %s", lines[0])
 	}
-	// initialize, set_permission_mode and the prompt, in that order, at once.
-	want := []string{`"subtype":"initialize"`, `"subtype":"set_permission_mode"`, `"type":"user"`}
+	// initialize, the modes question and the prompt, in that order.
+	want := []string{`"subtype":"initialize"`, `"subtype":"set_permission_mode","mode":""`, `"type":"user"`}
 	for i, w := range want {
 		if len(lines) <= i+1 || !strings.Contains(lines[i+1], w) {
 			t.Fatalf("stdin line %d should contain %s; got %q", i+1, w, lines)
 		}
+	}
+}
+
+// A request that names no mode starts in the CLI's configured one, except
+// bypassPermissions, which settings the agent can write must not grant; a
+// named mode is set before the prompt. The session info says the mode and
+// the modes the CLI takes.
+func TestStartingMode(t *testing.T) {
+	for _, c := range []struct {
+		name, configured string
+		req              streamjson.PermissionMode
+		want             streamjson.PermissionMode
+		set              string // the set_permission_mode before the prompt, if any
+	}{
+		{"configured", "acceptEdits", "", "acceptEdits", ""},
+		{"configured bypass", "bypassPermissions", "", "default", `"mode":"default"`},
+		{"named", "acceptEdits", "plan", "plan", `"mode":"plan"`},
+		{"named bypass", "", "bypassPermissions", "bypassPermissions", `"mode":"default"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			record := filepath.Join(t.TempDir(), "stdin")
+			_, rec, err := fakeRun(t, context.Background(), fakecli.ModeNormal, Request{PermissionMode: c.req}, nil,
+				fakecli.WithRecordFile(record), fakecli.WithConfiguredMode(c.configured))
+			if err != nil {
+				t.Fatal(err)
+			}
+			infos := rec.kinds(EventSessionInfo)
+			if len(infos) != 1 || infos[0].Mode != c.want || len(infos[0].Modes) != 6 {
+				t.Fatalf("session info events %+v; want one, mode %s, six modes", infos, c.want)
+			}
+			lines := readLines(t, record)[1:] // after the argv
+			user := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, `"type":"user"`) })
+			var set []string
+			for _, l := range lines[:max(user, 0)] {
+				if strings.Contains(l, `"subtype":"set_permission_mode"`) && !strings.Contains(l, `"mode":""`) {
+					set = append(set, l)
+				}
+			}
+			switch {
+			case user < 0:
+				t.Fatalf("no prompt written: %q", lines)
+			case c.set == "" && len(set) > 0, c.set != "" && (len(set) != 1 || !strings.Contains(set[0], c.set)):
+				t.Errorf("mode lines before the prompt %q, want %s", set, cmp.Or(c.set, "none"))
+			}
+		})
 	}
 }
 

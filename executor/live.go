@@ -2,6 +2,8 @@ package executor
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -211,7 +213,7 @@ func (r *run) interrupt(in Input) {
 func (r *run) setMode(in Input) {
 	mode := in.Mode
 	if mode == "" {
-		answer(in.Done, fmt.Errorf("%w: set_mode needs a permission mode (default, acceptEdits, plan, bypassPermissions)", ErrBadInput))
+		answer(in.Done, fmt.Errorf("%w: set_mode needs a permission mode (%s)", ErrBadInput, streamjson.ModeList()))
 		return
 	}
 	r.control(in.Done, streamjson.SetPermissionModeRequest{Mode: mode}, "permission mode "+string(mode), func() {
@@ -400,19 +402,79 @@ func (r *run) liveResult(res *Result) (*Result, error) {
 	return res, nil
 }
 
-// sessionInfo reports the CLI's answer to initialize: its commands, models,
-// account and so on (CONTRACT §7 session_info).
-func (r *run) sessionInfo(resp *streamjson.ControlResponse, err error) {
+// infoParts joins the CLI's answers to initialize (its commands, models,
+// account and so on: CONTRACT §7 session_info) and to ModesQuestion into
+// one EventSessionInfo, sent when both are in. Both answers come on the
+// stdout reader, or with an error when the CLI is gone.
+type infoParts struct {
+	r    *run
+	held []byte // the first prompt, written once the starting mode is known
+	// mode is the mode the run starts in: the request's, else the CLI's
+	// configured one (set by initialized).
+	mode streamjson.PermissionMode
+
+	mu    sync.Mutex
+	n     int
+	info  json.RawMessage // nil: initialize failed, so no event
+	modes []streamjson.PermissionMode
+}
+
+func (p *infoParts) initialized(resp *streamjson.ControlResponse, err error) {
+	var info json.RawMessage
 	switch {
 	case err != nil:
-		return
 	case resp.Subtype == streamjson.ResponseError:
-		r.e.log.Warn("the Claude CLI refused initialize", "run_id", r.req.RunID, "error", resp.Error)
-		return
-	case len(bytes.TrimSpace(resp.Response)) == 0:
-		return
+		p.r.e.log.Warn("the Claude CLI refused initialize", "run_id", p.r.req.RunID, "error", resp.Error)
+	case len(bytes.TrimSpace(resp.Response)) > 0:
+		info = bytes.Clone(resp.Response)
 	}
-	r.obs.Event(Event{Kind: EventSessionInfo, RunID: r.req.RunID, Time: time.Now(), SessionInfo: bytes.Clone(resp.Response)})
+	if p.r.req.PermissionMode == "" {
+		p.configuredMode(info)
+	}
+	p.done(func() { p.info = info })
+}
+
+// configuredMode takes the mode the CLI's settings start it in, then lets
+// the held prompt go. Settings that start it in bypassPermissions are
+// overruled: they are files the agent's user can write, and running
+// everything unasked must be asked for by the request itself.
+func (p *infoParts) configuredMode(info json.RawMessage) {
+	var r struct {
+		Mode streamjson.PermissionMode `json:"current_permission_mode"`
+	}
+	_ = json.Unmarshal(info, &r)
+	p.mode = cmp.Or(r.Mode, streamjson.PermissionModeDefault)
+	if p.mode == streamjson.PermissionModeBypassPermissions {
+		p.r.e.log.Warn("the Claude CLI's settings start it in bypassPermissions; starting in default instead (name the permission mode to run unasked)",
+			"run_id", p.r.req.RunID)
+		p.mode = streamjson.PermissionModeDefault
+		p.r.w.add(writeOp{write: func() error {
+			_, _, err := p.r.peer.send(streamjson.SetPermissionModeRequest{Mode: p.mode})
+			return err
+		}})
+	}
+	if p.held != nil {
+		first := p.held
+		p.r.w.add(writeOp{write: func() error { return p.r.peer.writeLine(first) }})
+	}
+}
+
+func (p *infoParts) modesAnswered(resp *streamjson.ControlResponse, err error) {
+	if err != nil {
+		resp = nil
+	}
+	p.done(func() { p.modes = streamjson.AcceptedModes(resp) })
+}
+
+func (p *infoParts) done(set func()) {
+	p.mu.Lock()
+	set()
+	p.n++
+	ready := p.n == 2 && p.info != nil
+	p.mu.Unlock()
+	if ready {
+		p.r.obs.Event(Event{Kind: EventSessionInfo, RunID: p.r.req.RunID, Time: time.Now(), SessionInfo: p.info, Modes: p.modes, Mode: p.mode})
+	}
 }
 
 // observeMode follows the permission mode the CLI reports (system init and

@@ -197,27 +197,42 @@ func (r *run) execute(ctx context.Context, start time.Time, program string, args
 	return r.watchdogResult(outcome, res, err)
 }
 
-// begin sends initialize, the permission mode and the prompt at once, as the
-// official SDKs do; the CLI reads them in order.
+// begin sends initialize, the question of which modes the CLI takes, the
+// permission mode and the prompt at once, as the official SDKs do; the CLI
+// reads them in order. A request that names no mode starts in the CLI's
+// configured one, which initialize's answer tells: the prompt waits for it
+// (infoParts.initialized).
 func (r *run) begin() {
-	first := streamjson.UserMessage(r.req.Prompt)
-	if len(r.req.Content) > 0 {
-		first, _ = streamjson.UserMessageContent(r.req.Content) // checked by Run
+	var first []byte
+	if !r.req.Idle { // an idle start has no first turn: the first send is
+		first = streamjson.UserMessage(r.req.Prompt)
+		if len(r.req.Content) > 0 {
+			first, _ = streamjson.UserMessageContent(r.req.Content) // checked by Run
+		}
+	}
+	mode := permissionMode(r.req)
+	info := &infoParts{r: r, mode: r.req.PermissionMode}
+	if mode == "" {
+		info.held = first
 	}
 	steps := []func() error{
 		func() error {
-			_, err := r.peer.call(streamjson.InitializeRequest{Hooks: hooks(r.req)}, r.sessionInfo)
+			_, err := r.peer.call(streamjson.InitializeRequest{Hooks: hooks(r.req)}, info.initialized)
 			return err
 		},
 		func() error {
-			_, _, err := r.peer.send(streamjson.SetPermissionModeRequest{Mode: permissionMode(r.req)})
+			_, err := r.peer.call(streamjson.ModesQuestion, info.modesAnswered)
 			return err
 		},
-		func() error { return r.peer.writeLine(first) },
 	}
-	if r.req.Idle {
-		// No first turn: the first send is.
-		steps = steps[:2]
+	if mode != "" {
+		steps = append(steps, func() error {
+			_, _, err := r.peer.send(streamjson.SetPermissionModeRequest{Mode: mode})
+			return err
+		})
+		if first != nil {
+			steps = append(steps, func() error { return r.peer.writeLine(first) })
+		}
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {

@@ -34,7 +34,7 @@ type Request struct {
 	Prompt             string
 	Cwd                string
 	Model              string
-	PermissionMode     streamjson.PermissionMode // default, acceptEdits, plan or bypassPermissions
+	PermissionMode     streamjson.PermissionMode // one of streamjson.Modes; "" = the CLI's configured default
 	Approvals          bool                      // ask the Approver for every tool but the read-only ones
 	Resume             string                    // conversation ID to resume
 	Fork               bool                      // with Resume: fork into a new conversation
@@ -171,8 +171,11 @@ type Event struct {
 	// error result, Usage, TotalCostUSD, HasUsage, ConversationID, Subtype,
 	// NumTurns, DurationMS (the CLI's), LimitNotice.
 	TurnResult  *Result
-	SessionInfo json.RawMessage           // EventSessionInfo (owned by the receiver)
-	Mode        streamjson.PermissionMode // EventModeChanged
+	SessionInfo json.RawMessage // EventSessionInfo (owned by the receiver)
+	// Modes (EventSessionInfo) are the permission modes the CLI says it
+	// takes; nil when it did not say.
+	Modes       []streamjson.PermissionMode
+	Mode        streamjson.PermissionMode // EventModeChanged; EventSessionInfo: the mode the run starts in
 	Interaction string                    // EventTurnStarted, EventTurnDropped: the InputSend's Interaction
 }
 

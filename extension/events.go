@@ -12,6 +12,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
 
 // EventsOf is the protocol events a run's event becomes, in order: the one
@@ -52,7 +53,7 @@ func EventsOf(e relay.Event) []Event {
 			EventTurnCompleted, e.InteractionID, e.Turn, &res, end.ConversationID, end.Usage, end.TotalCostUSD
 		ev.Status, ev.StoppedBy, ev.Reason = end.Status, end.StoppedBy, end.Reason
 	case relay.KindSessionInfo:
-		return []Event{sessionInfo(ev, e.Info)}
+		return []Event{sessionInfo(ev, e.Info, e.Modes, e.Mode)}
 	case relay.KindModeChanged:
 		ev.Event, ev.PermissionMode = EventModeChanged, e.Mode
 	case relay.KindStalled:
@@ -83,7 +84,7 @@ func EventsOf(e relay.Event) []Event {
 
 // sessionInfo picks session_info's fields from the CLI's initialize
 // response; what the CLI does not send stays out.
-func sessionInfo(ev Event, info json.RawMessage) Event {
+func sessionInfo(ev Event, info json.RawMessage, modes []streamjson.PermissionMode, mode string) Event {
 	var r map[string]json.RawMessage
 	_ = json.Unmarshal(info, &r)
 	ev.Event = EventSessionInfo
@@ -94,10 +95,8 @@ func sessionInfo(ev Event, info json.RawMessage) Event {
 			break
 		}
 	}
-	var mode string
-	if json.Unmarshal(r["current_permission_mode"], &mode) == nil {
-		ev.PermissionMode = mode
-	}
+	ev.PermissionModes = modes
+	ev.PermissionMode = mode
 	return ev
 }
 

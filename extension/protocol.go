@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/content"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -189,11 +190,12 @@ type Event struct {
 	Seconds float64 `json:"seconds,omitempty"`
 
 	// session_info (from the CLI's initialize response); mode_changed
-	Commands       json.RawMessage `json:"commands,omitempty"`
-	Models         json.RawMessage `json:"models,omitempty"`
-	OutputStyles   json.RawMessage `json:"output_styles,omitempty"`
-	Account        json.RawMessage `json:"account,omitempty"`
-	PermissionMode string          `json:"permission_mode,omitempty"`
+	Commands        json.RawMessage             `json:"commands,omitempty"`
+	Models          json.RawMessage             `json:"models,omitempty"`
+	OutputStyles    json.RawMessage             `json:"output_styles,omitempty"`
+	Account         json.RawMessage             `json:"account,omitempty"`
+	PermissionMode  string                      `json:"permission_mode,omitempty"`
+	PermissionModes []streamjson.PermissionMode `json:"permission_modes,omitempty"` // session_info: the modes the CLI takes
 }
 
 // Result is seed 002's command result.

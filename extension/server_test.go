@@ -18,6 +18,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -1014,7 +1015,7 @@ func randomCommand(rng randSource, actions []string, id string) Command {
 func validRandomCommand(c Command) bool {
 	switch c.Action {
 	case ActionPrompt:
-		return c.Prompt != nil && (c.Options.PermissionMode == "" || slices.Contains(relay.PermissionModes, c.Options.PermissionMode))
+		return c.Prompt != nil && (c.Options.PermissionMode == "" || streamjson.PermissionMode(c.Options.PermissionMode).Known())
 	case ActionCancel:
 		return c.RunID == "" // a named run is never live here
 	case ActionStatus:

@@ -21,6 +21,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/version"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -127,7 +128,7 @@ func newRunCmd(a *App) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.bind(f)
-	f.StringVar(&o.permissionMode, "permission-mode", "", "default, acceptEdits, plan or bypassPermissions")
+	f.StringVar(&o.permissionMode, "permission-mode", "", "one of "+streamjson.ModeList()+" (default: the CLI's configured default)")
 	f.BoolVar(&o.approvals, "approvals", false, "ask on this terminal before each tool runs (default: every tool is allowed)")
 	f.IntVar(&o.maxTurns, "max-turns", 0, "stop after this many turns")
 	f.StringVar(&o.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
@@ -162,8 +163,8 @@ func (o *runOptions) check(a *App) error {
 	if strings.TrimSpace(o.prompt) == "" {
 		return fmt.Errorf("%w: empty prompt (give it as arguments, or - to read it from stdin)", errUsage)
 	}
-	if o.permissionMode != "" && !slices.Contains(relay.PermissionModes, o.permissionMode) {
-		return fmt.Errorf("%w: --permission-mode %q (allowed: %s)", errUsage, o.permissionMode, strings.Join(relay.PermissionModes, ", "))
+	if m := streamjson.PermissionMode(o.permissionMode); m != "" && !m.Known() {
+		return fmt.Errorf("%w: --permission-mode %q (allowed: %s)", errUsage, m, streamjson.ModeList())
 	}
 	if o.interactive && (o.json || !isTerminal(a.Stdin)) {
 		return fmt.Errorf("%w: -i asks for follow-ups on a terminal: run it in one, without --json "+

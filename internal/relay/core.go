@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -148,8 +147,13 @@ func refuse(code RefuseCode, format string, args ...any) error {
 	return &RefusedError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// PermissionModes are the modes a request may name.
-var PermissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+// checkMode refuses a permission mode that is none of streamjson.Modes.
+func checkMode(mode string) error {
+	if !permissionMode(mode).Known() {
+		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", mode, streamjson.ModeList())
+	}
+	return nil
+}
 
 // Start validates req and starts it; its events go to sink. A refused
 // request returns a *RefusedError before anything is spooled.
@@ -253,8 +257,10 @@ func (c *Core) check(req *Request) error {
 	if req.Mode != "" && req.Mode != wire.ModeACP {
 		return refuse(RefuseBadValue, "mode %q (allowed: %s, or none for a background run)", req.Mode, wire.ModeACP)
 	}
-	if req.PermissionMode != "" && !slices.Contains(PermissionModes, req.PermissionMode) {
-		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", req.PermissionMode, strings.Join(PermissionModes, ", "))
+	if req.PermissionMode != "" {
+		if err := checkMode(req.PermissionMode); err != nil {
+			return err
+		}
 	}
 	if req.ResumeLastSession && req.Resume == "" && c.opts.State != nil {
 		req.Resume = c.opts.State.Last(req.Cwd)

@@ -37,19 +37,20 @@ type Event struct {
 	InteractionID string
 	RequestID     string // the front end's request that started the run (KindStarted)
 
-	Cwd      string             // KindStarted
-	Line     json.RawMessage    // KindStream: the CLI's line, byte for byte
-	Message  streamjson.Message // KindStream: Line decoded
-	Approval *Approval          // KindApprovalRequested, KindApprovalCancelled
-	Text     string             // KindLimitNotice, KindMalformed
-	Reason   string             // KindApprovalCancelled: for people
-	Decided  *Decided           // KindApprovalCancelled: who decided instead, and what
-	Err      error              // KindSpoolError
-	End      *End               // KindEnded, KindTurnCompleted
-	Turn     int                // KindTurnCompleted: 1-based
-	Info     json.RawMessage    // KindSessionInfo
-	Mode     string             // KindModeChanged
-	Seconds  float64            // KindStalled: how long the CLI was silent
+	Cwd      string                      // KindStarted
+	Line     json.RawMessage             // KindStream: the CLI's line, byte for byte
+	Message  streamjson.Message          // KindStream: Line decoded
+	Approval *Approval                   // KindApprovalRequested, KindApprovalCancelled
+	Text     string                      // KindLimitNotice, KindMalformed
+	Reason   string                      // KindApprovalCancelled: for people
+	Decided  *Decided                    // KindApprovalCancelled: who decided instead, and what
+	Err      error                       // KindSpoolError
+	End      *End                        // KindEnded, KindTurnCompleted
+	Turn     int                         // KindTurnCompleted: 1-based
+	Info     json.RawMessage             // KindSessionInfo
+	Modes    []streamjson.PermissionMode // KindSessionInfo: the modes the CLI takes; nil when it did not say
+	Mode     string                      // KindModeChanged; KindSessionInfo: the mode the run starts in
+	Seconds  float64                     // KindStalled: how long the CLI was silent
 
 	// Live is the number of live runs once this event is delivered, for
 	// KindStarted and KindEnded: front ends that show an idle/busy state

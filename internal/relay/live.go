@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -124,8 +122,8 @@ func (r *Run) turnDropped(inter string) {
 
 // SetMode changes a live run's permission mode; KindModeChanged confirms it.
 func (c *Core) SetMode(requestID, runID, mode string) error {
-	if !slices.Contains(PermissionModes, mode) {
-		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", mode, strings.Join(PermissionModes, ", "))
+	if err := checkMode(mode); err != nil {
+		return err
 	}
 	r, err := c.liveRun(runID)
 	if err != nil {
@@ -147,8 +145,8 @@ func (c *Core) SetModel(requestID, runID, model string) error {
 // took the change (ACP): it returns the CLI's refusal, if any, instead of
 // reporting it as a KindError. KindModeChanged still follows a change.
 func (c *Core) SetModeWait(ctx context.Context, runID, mode string) error {
-	if !slices.Contains(PermissionModes, mode) {
-		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", mode, strings.Join(PermissionModes, ", "))
+	if err := checkMode(mode); err != nil {
+		return err
 	}
 	r, err := c.liveRun(runID)
 	if err != nil {

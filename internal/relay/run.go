@@ -125,7 +125,7 @@ func (r *Run) Event(e executor.Event) {
 	case executor.EventStalled:
 		r.event(Event{Kind: KindStalled, Text: e.Text, Seconds: e.Seconds})
 	case executor.EventSessionInfo:
-		r.event(Event{Kind: KindSessionInfo, Info: e.SessionInfo})
+		r.event(Event{Kind: KindSessionInfo, Info: e.SessionInfo, Modes: e.Modes, Mode: string(e.Mode)})
 	case executor.EventModeChanged:
 		r.forward(wire.TypeModeChanged, wire.ModeChanged{RunID: r.id, PermissionMode: string(e.Mode)})
 		r.event(Event{Kind: KindModeChanged, Mode: string(e.Mode)})

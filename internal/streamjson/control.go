@@ -277,6 +277,7 @@ type ControlResponse struct {
 	RequestID string          `json:"request_id"`
 	Response  json.RawMessage `json:"response,omitempty"`
 	Error     string          `json:"error,omitempty"`
+	ErrorCode string          `json:"error_code,omitempty"` // newer CLIs: e.g. ErrorInvalidMode
 }
 
 func decodeControlResponse(raw json.RawMessage) *ControlResponse {

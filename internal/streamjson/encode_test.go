@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -235,5 +236,38 @@ func TestContentBlockMarshal(t *testing.T) {
 	out, err = json.Marshal(ContentBlock{Type: BlockText, Text: "hi"})
 	if err != nil || string(out) != `{"type":"text","text":"hi"}` {
 		t.Errorf("Marshal(built) = %s, %v", out, err)
+	}
+}
+
+func TestAcceptedModes(t *testing.T) {
+	// The pinned CLI's refusal of a set_permission_mode with no mode.
+	refusal := &ControlResponse{Subtype: ResponseError, ErrorCode: ErrorInvalidMode,
+		Error: "Cannot set permission mode: must be one of acceptEdits, auto, bypassPermissions, default, dontAsk, plan"}
+	for _, c := range []struct {
+		name string
+		resp *ControlResponse
+		want []PermissionMode
+	}{
+		{"refusal", refusal, []PermissionMode{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"}},
+		{"nil", nil, nil},
+		{"accepted", &ControlResponse{Subtype: ResponseSuccess, Response: json.RawMessage(`{"mode":"default"}`)}, nil},
+		{"other error", &ControlResponse{Subtype: ResponseError, Error: "unsupported control request subtype"}, nil},
+		{"no list", &ControlResponse{Subtype: ResponseError, ErrorCode: ErrorInvalidMode, Error: "bad mode"}, nil},
+	} {
+		if got := AcceptedModes(c.resp); !slices.Equal(got, c.want) {
+			t.Errorf("%s: AcceptedModes = %q, want %q", c.name, got, c.want)
+		}
+	}
+	b, err := ControlRequest{RequestID: "q", Request: ModesQuestion}.Encode()
+	if err != nil || !strings.Contains(string(b), `"request":{"subtype":"set_permission_mode","mode":""}`) {
+		t.Errorf("ModesQuestion = %s, %v; want a set_permission_mode with an empty mode", b, err)
+	}
+	for _, m := range Modes {
+		if !m.Mode.Known() || m.Name == "" || m.Description == "" {
+			t.Errorf("mode %+v: want known, named and described", m)
+		}
+	}
+	if PermissionMode("yolo").Known() {
+		t.Error(`"yolo" is known`)
 	}
 }

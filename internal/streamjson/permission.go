@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // PermissionMode is the CLI's permission mode (--permission-mode,
@@ -16,8 +17,75 @@ const (
 	PermissionModeDefault           PermissionMode = "default"
 	PermissionModeAcceptEdits       PermissionMode = "acceptEdits"
 	PermissionModePlan              PermissionMode = "plan"
+	PermissionModeAuto              PermissionMode = "auto"
+	PermissionModeDontAsk           PermissionMode = "dontAsk"
 	PermissionModeBypassPermissions PermissionMode = "bypassPermissions"
 )
+
+// ModeInfo names a permission mode for someone choosing one.
+type ModeInfo struct {
+	Mode        PermissionMode
+	Name        string
+	Description string
+}
+
+// Modes are the permission modes a request may name, in the order a picker
+// lists them. Which of them a given CLI takes is its own answer
+// (AcceptedModes).
+var Modes = []ModeInfo{
+	{PermissionModeDefault, "Default", "Asks before edits and commands"},
+	{PermissionModeAcceptEdits, "Accept Edits", "Edits run without asking; commands still ask"},
+	{PermissionModePlan, "Plan", "Plans first: nothing changes until you approve the plan"},
+	{PermissionModeAuto, "Auto", "Claude decides which tools need asking"},
+	{PermissionModeDontAsk, "Don't Ask", "Runs what the permission rules allow and refuses the rest without asking"},
+	{PermissionModeBypassPermissions, "Bypass Permissions", "Nothing asks"},
+}
+
+// Known reports whether m is one of Modes.
+func (m PermissionMode) Known() bool {
+	for _, k := range Modes {
+		if k.Mode == m {
+			return true
+		}
+	}
+	return false
+}
+
+// ModeList is Modes' names for messages: "default, acceptEdits, …".
+func ModeList() string {
+	names := make([]string, len(Modes))
+	for i, k := range Modes {
+		names[i] = string(k.Mode)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ModesQuestion asks the CLI which modes it takes: a set_permission_mode
+// with no mode changes nothing and is refused with the list (AcceptedModes).
+var ModesQuestion = SetPermissionModeRequest{}
+
+// ErrorInvalidMode is the error_code of a refused set_permission_mode.
+const ErrorInvalidMode = "invalid_mode"
+
+// AcceptedModes reads the modes a CLI takes from its refusal of
+// ModesQuestion ("Cannot set permission mode: must be one of acceptEdits,
+// auto, …"); nil when the answer is anything else.
+func AcceptedModes(resp *ControlResponse) []PermissionMode {
+	if resp == nil || resp.Subtype != ResponseError || resp.ErrorCode != ErrorInvalidMode {
+		return nil
+	}
+	_, list, ok := strings.Cut(resp.Error, "must be one of ")
+	if !ok {
+		return nil
+	}
+	var modes []PermissionMode
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			modes = append(modes, PermissionMode(f))
+		}
+	}
+	return modes
+}
 
 // Permission behaviours of a PermissionResult.
 const (

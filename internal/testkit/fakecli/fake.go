@@ -3,11 +3,14 @@ package fakecli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -82,7 +85,7 @@ func newFake(cfg config, args cliArgs) *fake {
 		f.sess.model = Model
 	}
 	if f.permissionMode == "" {
-		f.permissionMode = "default"
+		f.permissionMode = cmp.Or(cfg.configured, "default")
 	}
 	f.enc = json.NewEncoder(f.out)
 	f.enc.SetEscapeHTML(false) // the real CLI (JavaScript) does not escape <, >, &
@@ -174,8 +177,13 @@ func (f *fake) answer(id string, raw json.RawMessage) {
 			"capabilities":            map[string]any{},
 		})
 	case "set_permission_mode":
-		if req.Mode == "" {
-			f.respondError(id, "set_permission_mode needs a mode")
+		// As the real CLI: anything else, no mode included, is refused
+		// with the list.
+		if !slices.Contains(modes, req.Mode) {
+			f.writeJSON(controlResponseLine{Type: "control_response", Response: controlResponse{
+				Subtype: "error", RequestID: id, ErrorCode: "invalid_mode",
+				Error: "Cannot set permission mode: must be one of " + strings.Join(modes, ", "),
+			}})
 			return
 		}
 		f.mu.Lock()
@@ -189,6 +197,9 @@ func (f *fake) answer(id string, raw json.RawMessage) {
 		f.respondError(id, "unsupported control request subtype: "+strconv.Quote(req.Subtype))
 	}
 }
+
+// modes are the permission modes the pinned CLI takes.
+var modes = []string{"acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "plan"}
 
 type hookRequest struct {
 	Matcher         string   `json:"matcher"`

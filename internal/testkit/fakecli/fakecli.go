@@ -94,6 +94,7 @@ const (
 	envRecord     = "CLAUDE_RELAY_FAKE_CLI_RECORD"
 	envApprovals  = "CLAUDE_RELAY_FAKE_CLI_APPROVALS"
 	envSamples    = "CLAUDE_RELAY_FAKE_CLI_SAMPLES"
+	envConfigured = "CLAUDE_RELAY_FAKE_CLI_CONFIGURED_MODE"
 )
 
 // Values the fake puts on the wire, for tests to compare against.
@@ -140,6 +141,7 @@ type config struct {
 	pidFile    string
 	sessionID  string
 	recordFile string
+	configured string // the permission mode "settings" start it in
 	hugeSize   int
 	floodLines int
 	floodFinal bool // flood with assistant messages, not stream_event deltas
@@ -191,6 +193,10 @@ func WithSampleFile(path string) Option { return func(c *config) { c.sampleFile 
 // Tests use it to check what a runner sent.
 func WithRecordFile(path string) Option { return func(c *config) { c.recordFile = path } }
 
+// WithConfiguredMode starts the fake in mode when no --permission-mode
+// names one, as the real CLI's permissions.defaultMode setting does.
+func WithConfiguredMode(mode string) Option { return func(c *config) { c.configured = mode } }
+
 // Command returns how to start the fake CLI in mode: path is the running test
 // binary and env holds the variables to add to the child's environment (on
 // top of os.Environ()). The consuming package's TestMain must call
@@ -235,6 +241,7 @@ func (c config) env() []string {
 	add(envPidFile, c.pidFile)
 	add(envSessionID, c.sessionID)
 	add(envRecord, c.recordFile)
+	add(envConfigured, c.configured)
 	add(envSamples, c.sampleFile)
 	if c.hugeSize > 0 {
 		add(envHugeSize, strconv.Itoa(c.hugeSize))
@@ -261,6 +268,7 @@ func configFromEnv() (config, error) {
 		pidFile:    os.Getenv(envPidFile),
 		sessionID:  os.Getenv(envSessionID),
 		recordFile: os.Getenv(envRecord),
+		configured: os.Getenv(envConfigured),
 		hugeSize:   DefaultHugeLineSize,
 		floodLines: DefaultFloodLines,
 		floodFinal: os.Getenv(envFloodFinal) == "1",

@@ -133,6 +133,7 @@ type controlResponse struct {
 	RequestID string `json:"request_id"`
 	Response  any    `json:"response,omitempty"`
 	Error     string `json:"error,omitempty"`
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // session is what stays fixed for the life of one fake process.

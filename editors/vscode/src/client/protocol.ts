@@ -110,7 +110,10 @@ export interface PromptOptions {
    */
   cwd?: string;
   model?: string;
-  permission_mode?: "" | "default" | "acceptEdits" | "plan" | "bypassPermissions";
+  /**
+   * "" or absent: the CLI's configured default (permissions.defaultMode).
+   */
+  permission_mode?: "" | "default" | "acceptEdits" | "plan" | "auto" | "dontAsk" | "bypassPermissions";
   /**
    * Ask the extension (approval_requested) before every tool call the CLI's permission rules would ask about (not read-only, not allowed by a rule or the mode); false allows them all. Plans and questions ask either way.
    */
@@ -306,7 +309,7 @@ export interface SetModeCommand {
   action: "set_mode";
   request_id?: RequestID;
   run_id: string;
-  permission_mode: "default" | "acceptEdits" | "plan" | "bypassPermissions";
+  permission_mode: "default" | "acceptEdits" | "plan" | "auto" | "dontAsk" | "bypassPermissions";
   [k: string]: unknown | undefined;
 }
 /**
@@ -645,6 +648,10 @@ export interface SessionInfoEvent {
         [k: string]: unknown | undefined;
       };
   permission_mode?: string;
+  /**
+   * The permission modes this CLI takes (its answer to a set_permission_mode with no mode); absent when it did not say.
+   */
+  permission_modes?: string[];
   [k: string]: unknown | undefined;
 }
 /**

@@ -16,7 +16,8 @@ import { BackendError, describeConversation, recentConversations, type Conversat
 /** A command's argument: a run id, or the Runs view's item (its RunRecord). */
 export type RunArg = string | { id: string } | undefined;
 
-const PERMISSION_MODES = ["default", "acceptEdits", "plan", "bypassPermissions"] as const;
+// Checked against the schema's enum, so a mode it drops fails the build.
+const PERMISSION_MODES = ["default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"] as const satisfies readonly NonNullable<PromptOptions["permission_mode"]>[];
 
 /** Helper errors that are not about a run; each is shown once per window. */
 const NOTIFY_ONCE: ReadonlySet<string> = new Set(["backend_auth", "dead_letter", "spool_full", "spool", "not_backend"]);

@@ -128,10 +128,7 @@ func stopReason(res *streamjson.Result, refusal bool) acpsdk.StopReason {
 	}
 }
 
-// notLoggedIn reports a turn that failed for want of credentials; the
-// executor has already turned the CLI's words into advice.
+// notLoggedIn reports a turn that failed for want of credentials.
 func notLoggedIn(end *relay.End) bool {
-	text := strings.ToLower(end.Reason + " " + end.Result.Stderr)
-	return end.Status == executor.StatusFailed && (strings.Contains(text, "not logged in") || strings.Contains(text, "invalid api key") ||
-		strings.Contains(text, "/login"))
+	return end.Status == executor.StatusFailed && errors.Is(end.Cause, executor.ErrNotLoggedIn)
 }

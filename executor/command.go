@@ -126,40 +126,50 @@ func permissionMode(req Request) streamjson.PermissionMode {
 // validate rejects requests that cannot run.
 func validate(req Request) error {
 	if req.PermissionMode != "" && !req.PermissionMode.Known() {
-		return fmt.Errorf("%w: permission mode %q (allowed: %s)", ErrBadRequest, req.PermissionMode, streamjson.ModeList())
+		return badRequest("permission_mode", "permission mode %q (allowed: %s)", req.PermissionMode, streamjson.ModeList())
 	}
 	if req.Fork && req.Resume == "" && !req.Continue {
-		return fmt.Errorf("%w: fork needs a conversation to resume (resume or continue)", ErrBadRequest)
+		return badRequest("fork", "fork needs a conversation to resume (resume or continue)")
 	}
 	if req.Idle && (!req.KeepAlive || strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0) {
-		return fmt.Errorf("%w: an idle start is a keep-alive run with no prompt (its first send is the first turn)", ErrBadRequest)
+		return badRequest("", "an idle start is a keep-alive run with no prompt (its first send is the first turn)")
 	}
 	if req.SessionID != "" {
 		if _, err := uuid.Parse(req.SessionID); err != nil {
-			return fmt.Errorf("%w: session id %q is not a UUID (the CLI's --session-id takes one)", ErrBadRequest, req.SessionID)
+			return badRequest("", "session id %q is not a UUID (the CLI's --session-id takes one)", req.SessionID)
 		}
 		if (req.Resume != "" || req.Continue) && !req.Fork {
-			return fmt.Errorf("%w: a session id names a new conversation: not with resume or continue, unless forking", ErrBadRequest)
+			return badRequest("", "a session id names a new conversation: not with resume or continue, unless forking")
 		}
 	}
 	if req.MaxTurns < 0 {
-		return fmt.Errorf("%w: max turns %d is negative", ErrBadRequest, req.MaxTurns)
+		return badRequest("max_turns", "max turns %d is negative", req.MaxTurns)
 	}
 	if req.Cwd != "" {
 		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: working directory %q does not exist", ErrBadRequest, req.Cwd)
+			return badRequest("cwd", "working directory %q does not exist", req.Cwd)
 		}
 	}
-	if err := validateOptions(req); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadRequest, err)
-	}
-	return nil
+	return validateOptions(req)
 }
 
 // Validate reports why req cannot run, as Run would, for a front end that
-// refuses a bad request before it starts anything. The error wraps
-// ErrBadRequest and names the field (as the prompt option) and the value.
+// refuses a bad request before it starts anything: a *RequestError, which
+// names the field (as the prompt option) and the value.
 func Validate(req Request) error { return validate(req) }
+
+// RequestError is a request that cannot run; it wraps ErrBadRequest.
+type RequestError struct {
+	Field   string // the prompt option at fault, as the protocol spells it; "" when no single one is
+	Problem string // why, in words a user can act on
+}
+
+func (e *RequestError) Error() string { return ErrBadRequest.Error() + ": " + e.Problem }
+func (e *RequestError) Unwrap() error { return ErrBadRequest }
+
+func badRequest(field, format string, args ...any) error {
+	return &RequestError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
 
 // settingSources are the values setting_sources takes.
 var settingSources = []string{"user", "project", "local"}
@@ -173,7 +183,7 @@ func validateOptions(req Request) error {
 	}{{"allowed_tools", req.AllowedTools}, {"disallowed_tools", req.DisallowedTools}} {
 		for i, t := range l.tools {
 			if strings.TrimSpace(t) == "" {
-				return fmt.Errorf("%s[%d]: empty tool name (give a tool such as Bash, Edit or \"Bash(git *)\")", l.name, i)
+				return badRequest(l.name, "%s[%d]: empty tool name (give a tool such as Bash, Edit or \"Bash(git *)\")", l.name, i)
 			}
 		}
 	}
@@ -185,25 +195,25 @@ func validateOptions(req Request) error {
 	}
 	for i, d := range req.AddDirs {
 		if err := checkDir(req.Cwd, d); err != nil {
-			return fmt.Errorf("add_dirs[%d]: %w", i, err)
+			return badRequest("add_dirs", "add_dirs[%d]: %v", i, err)
 		}
 	}
 	if req.FallbackModel != "" && req.FallbackModel == req.Model {
 		// The CLI refuses this at start with a less helpful message.
-		return fmt.Errorf("fallback_model: %q is the model itself (give a different model, or none)", req.FallbackModel)
+		return badRequest("fallback_model", "fallback_model: %q is the model itself (give a different model, or none)", req.FallbackModel)
 	}
 	switch b := req.MaxBudgetUSD; {
 	case math.IsNaN(b) || math.IsInf(b, 0):
-		return fmt.Errorf("max_budget_usd: %v is not a number of dollars", b)
+		return badRequest("max_budget_usd", "max_budget_usd: %v is not a number of dollars", b)
 	case b < 0:
-		return fmt.Errorf("max_budget_usd: %v is negative (give a positive amount, or none)", b)
+		return badRequest("max_budget_usd", "max_budget_usd: %v is negative (give a positive amount, or none)", b)
 	}
 	if req.MaxThinkingTokens < 0 {
-		return fmt.Errorf("max_thinking_tokens: %d is negative (give a positive number of tokens, or none)", req.MaxThinkingTokens)
+		return badRequest("max_thinking_tokens", "max_thinking_tokens: %d is negative (give a positive number of tokens, or none)", req.MaxThinkingTokens)
 	}
 	for i, s := range req.SettingSources {
 		if !slices.Contains(settingSources, s) {
-			return fmt.Errorf("setting_sources[%d]: %q (allowed: %s)", i, s, strings.Join(settingSources, ", "))
+			return badRequest("setting_sources", "setting_sources[%d]: %q (allowed: %s)", i, s, strings.Join(settingSources, ", "))
 		}
 	}
 	return nil
@@ -217,11 +227,11 @@ func jsonObject(name string, raw json.RawMessage) error {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("%s: not a JSON object (give {\"name\": {…}, …})", name)
+		return badRequest(name, "%s: not a JSON object (give {\"name\": {…}, …})", name)
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if v := bytes.TrimSpace(m[k]); len(v) == 0 || v[0] != '{' {
-			return fmt.Errorf("%s.%s: not a JSON object (each entry is a definition object)", name, k)
+			return badRequest(name, "%s.%s: not a JSON object (each entry is a definition object)", name, k)
 		}
 	}
 	return nil

@@ -118,7 +118,7 @@ func (a *aggregator) endTurn() *Result {
 		res.Status, res.ExitCode = StatusCompleted, 0
 	case r.IsError:
 		res.Status, res.ExitCode = StatusFailed, 1
-		res.Stderr = errorText(r)
+		res.Stderr, res.Cause = errorText(r)
 		res.Reason = res.Stderr
 	default:
 		res.Status, res.ExitCode = StatusCompleted, 0
@@ -205,8 +205,11 @@ func (r *run) result(o outcome) (*Result, error) {
 		return res, nil
 	case a.result != nil && a.result.IsError:
 		res.Status, res.ExitCode = StatusFailed, 1
-		res.Stderr = errorText(a.result)
+		res.Stderr, res.Cause = errorText(a.result)
 		res.Reason = res.Stderr
+		if res.Cause != nil {
+			return res, fmt.Errorf("%w: %s", res.Cause, res.Stderr)
+		}
 		return res, fmt.Errorf("the Claude CLI reported an error: %s", res.Stderr)
 	case a.result != nil:
 		res.Status, res.ExitCode = StatusCompleted, 0
@@ -223,10 +226,10 @@ func (r *run) result(o outcome) (*Result, error) {
 }
 
 // errorText is seed 002's stderr for an error result, followed by what the
-// CLI said went wrong (its errors), so a user can act on it.
-func errorText(r *streamjson.Result) string {
+// CLI said went wrong (its errors), so a user can act on it; cause is
+// ErrNotLoggedIn when that is what it says.
+func errorText(r *streamjson.Result) (text string, cause error) {
 	detail := strings.Join(r.Errors, "; ")
-	var text string
 	switch r.Subtype {
 	case streamjson.ResultErrorMaxTurns:
 		text = "Maximum turns reached"
@@ -238,7 +241,10 @@ func errorText(r *streamjson.Result) string {
 	if detail != "" {
 		text += ": " + detail
 	}
-	return translateCLIError(text)
+	if notLoggedIn.MatchString(text) {
+		cause = ErrNotLoggedIn
+	}
+	return translateCLIError(text), cause
 }
 
 // notLoggedIn is how the CLI says it has no credentials; its own advice

@@ -22,8 +22,13 @@ func TestErrorTextSaysWhatTheCLISaid(t *testing.T) {
 		{streamjson.Result{Subtype: "error_other"}, "Error: error_other"},
 	}
 	for _, tt := range tests {
-		if got := errorText(&tt.res); got != tt.want {
+		got, cause := errorText(&tt.res)
+		if got != tt.want {
 			t.Errorf("errorText(%+v) = %q, want %q", tt.res, got, tt.want)
+		}
+		// The cause is typed: callers match it, never the words.
+		if wantCause := strings.HasPrefix(tt.want, "Not logged in"); (cause == ErrNotLoggedIn) != wantCause {
+			t.Errorf("errorText(%+v) cause %v, want ErrNotLoggedIn: %v", tt.res, cause, wantCause)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 	}
 	if len(req.Content) > 0 {
 		if _, err := streamjson.UserMessageContent(req.Content); err != nil {
-			err = fmt.Errorf("%w: content: %w", ErrBadRequest, err)
+			err = badRequest("content", "content: %v", err)
 			return failed(start, err), err
 		}
 	}

@@ -16,7 +16,10 @@ var (
 	ErrStartupTimeout = errors.New("the Claude CLI produced no output in time")
 	ErrNoResult       = errors.New("the Claude CLI exited without a result")
 	ErrBadRequest     = errors.New("invalid run request")
-	ErrStalled        = errors.New("stalled")
+	// ErrNotLoggedIn is a run or turn that failed because the CLI has no
+	// credentials (Result.Cause).
+	ErrNotLoggedIn = errors.New("the Claude CLI is not logged in")
+	ErrStalled     = errors.New("stalled")
 )
 
 // Errors a live run's Input can be answered with (Input.Done).
@@ -114,8 +117,10 @@ type CommandResult = wire.Result
 // Result is everything known when a run ends.
 type Result struct {
 	CommandResult
-	Status         Status
-	Reason         string // why a run failed, for people
+	Status Status
+	Reason string // why a run failed, for people
+	// Cause is why it failed, for code: ErrNotLoggedIn, or nil.
+	Cause          error
 	ConversationID string
 	Subtype        string // the CLI result's subtype, when there was one
 	NumTurns       int

@@ -17,6 +17,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/host"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 )
@@ -51,11 +52,9 @@ func benchApprovalsHelper(b *testing.B) {
 	b.StopTimer()
 	samples := filepath.Join(b.TempDir(), "samples")
 	path, env := fakecli.Command(fakecli.ModeApprovals, fakecli.WithApprovals(b.N), fakecli.WithSampleFile(samples))
-	srv := New(Options{
-		Executor:  executor.New(executor.Options{CLIPath: path, BaseEnv: append(os.Environ(), env...)}),
-		Forwarder: discardForwarder{}, Version: "bench", CLIPath: path, DefaultCwd: b.TempDir(),
-		DrainTimeout: 5 * time.Second,
-	})
+	s := testSetup(executor.New(executor.Options{CLIPath: path, BaseEnv: append(os.Environ(), env...)}), discardForwarder{})
+	s.Version, s.CLIPath, s.Core.DefaultCwd = "bench", path, b.TempDir()
+	srv := s.server()
 	h := startPipeServer(b, srv)
 	h.expectEvent(b, EventReady)
 	h.writeLine(b, fmt.Appendf(nil, `{"action":"prompt","request_id":"bench","run_id":"bench","prompt":"approve %d calls","options":{"approvals":true}}`, b.N))
@@ -320,7 +319,10 @@ func (h *pipeServer) shutdown(b *testing.B) {
 // discardForwarder accepts every event and keeps none.
 type discardForwarder struct{}
 
-var _ Forwarder = discardForwarder{}
+var _ host.Forwarder = discardForwarder{}
+
+func (discardForwarder) OnError(func(forwarder.Error)) {}
+func (discardForwarder) Start()                       {}
 
 func (discardForwarder) Enqueue(forwarder.Event) (forwarder.Accepted, error) {
 	return forwarder.Accepted{}, nil

@@ -15,6 +15,8 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/host"
+	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
 
@@ -35,7 +37,7 @@ type fakeExecutor struct {
 	requests []executor.Request
 }
 
-var _ Executor = (*fakeExecutor)(nil)
+var _ relay.Executor = (*fakeExecutor)(nil)
 
 // fakeLine is the stream-json line the fake writes for line n of a run.
 func fakeLine(runID string, n int) []byte {
@@ -128,7 +130,10 @@ type fakeForwarder struct {
 	holdOff chan struct{} // when set, Stop waits for it to be closed (or ctx)
 }
 
-var _ Forwarder = (*fakeForwarder)(nil)
+var _ host.Forwarder = (*fakeForwarder)(nil)
+
+func (f *fakeForwarder) OnError(func(forwarder.Error)) {}
+func (f *fakeForwarder) Start()                       {}
 
 func newFakeForwarder() *fakeForwarder {
 	return &fakeForwarder{seqs: map[string]int64{}, canon: map[string]bool{}}
@@ -340,15 +345,42 @@ type harness struct {
 // waitTimeout bounds every wait; the fakes answer in microseconds.
 const waitTimeout = 15 * time.Second
 
-func newHarness(t *testing.T, tune func(*Options, *fakeForwarder)) *harness {
+// setup is what a test may tune before its server is built: the server's
+// options and its host's.
+type setup struct {
+	Options
+	hostOptions
+}
+
+type hostOptions = host.Options
+
+// testSetup is the harness's: the fakes, a backend nobody answers.
+func testSetup(exec relay.Executor, fwd host.Forwarder) setup {
+	return setup{
+		Options: Options{Version: "test", CLIPath: "/fake/claude", CLIVersion: "2.1.330", BackendURL: "http://127.0.0.1:1"},
+		hostOptions: host.Options{Forwarder: fwd, Core: relay.Options{Executor: exec, DefaultCwd: "/"},
+			DrainTimeout: 5 * time.Second},
+	}
+}
+
+// server builds the host and the server over it; the core refuses prompts
+// for the server's CLIError unless the test set its own.
+func (s setup) server() *Server {
+	if s.Core.CLIError == "" {
+		s.Core.CLIError = s.CLIError
+	}
+	s.Host = host.New(s.hostOptions)
+	return New(s.Options)
+}
+
+func newHarness(t *testing.T, tune func(*setup, *fakeForwarder)) *harness {
 	t.Helper()
 	h := &harness{t: t, exec: &fakeExecutor{}, fwd: newFakeForwarder(), sig: make(chan os.Signal, 2), done: make(chan error, 1)}
-	opts := Options{Executor: h.exec, Forwarder: h.fwd, Version: "test", CLIPath: "/fake/claude", CLIVersion: "2.1.330",
-		BackendURL: "http://127.0.0.1:1", DefaultCwd: "/", DrainTimeout: 5 * time.Second}
+	opts := testSetup(h.exec, h.fwd)
 	if tune != nil {
 		tune(&opts, h.fwd)
 	}
-	h.srv = New(opts)
+	h.srv = opts.server()
 	h.out = newSink(loadSchema(t), h.fwd)
 	r, w := io.Pipe()
 	h.in = w

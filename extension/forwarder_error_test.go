@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/claude-relay/claude-relay/forwarder"
 )
@@ -14,8 +13,7 @@ import (
 // first); those errors wait and go out right after the ready event.
 func TestForwarderErrorsBeforeServeFollowReady(t *testing.T) {
 	h := &harness{t: t, exec: &fakeExecutor{}, fwd: newFakeForwarder(), sig: make(chan os.Signal, 2), done: make(chan error, 1)}
-	h.srv = New(Options{Executor: h.exec, Forwarder: h.fwd, Version: "test", CLIPath: "/fake/claude", CLIVersion: "2.1.330",
-		BackendURL: "http://127.0.0.1:1", DefaultCwd: "/", DrainTimeout: 5 * time.Second})
+	h.srv = testSetup(h.exec, h.fwd).server()
 	h.srv.ReportForwarderError(forwarder.Error{Code: forwarder.CodeCorruptSpool, SessionID: "s-torn", Message: "torn tail"})
 	h.srv.ReportForwarderError(forwarder.Error{Code: forwarder.CodeAuth, SessionID: "s-auth", Message: "token refused"})
 	h.out = newSink(loadSchema(t), h.fwd)

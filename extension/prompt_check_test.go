@@ -30,7 +30,7 @@ func TestPromptRefusedBeforeStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.CLIError = tt.cliError })
+			h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.CLIError = tt.cliError })
 			h.prompt("p", tt.prompt, tt.opts)
 			ev := h.waitError(tt.code, "req-p")
 			if !strings.Contains(ev.Message, tt.msg) {
@@ -54,7 +54,7 @@ func TestPromptRefusedBeforeStart(t *testing.T) {
 
 // A blank prompt needs no CLI: it still completes at once (seed 002).
 func TestBlankPromptNeedsNoCLI(t *testing.T) {
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.CLIError = "no claude in PATH" })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.CLIError = "no claude in PATH" })
 	h.prompt("blank", "  ", PromptOptions{})
 	if end := h.waitEvent(EventRunCompleted, "blank"); end.Result.ExitCode != 0 {
 		t.Errorf("blank prompt: %+v", end.Result)
@@ -84,7 +84,7 @@ func (stallExecutor) Run(_ context.Context, req executor.Request, obs executor.O
 }
 
 func TestStalledThenFailed(t *testing.T) {
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.Executor = stallExecutor{} })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.Core.Executor = stallExecutor{} })
 	h.prompt("st", "x", PromptOptions{})
 	st := h.waitEvent(EventStalled, "st")
 	if st.Reason != "no output for 5m0s" || st.Seconds != 300 {

@@ -69,7 +69,7 @@ func TestContentBlocksRecorded(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("private notes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.Executor = liveFake{} })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.Core.Executor = liveFake{} })
 	prompt := "look"
 	h.cmd(Command{Action: ActionPrompt, RequestID: "p1", RunID: "r1", SessionID: "s1", Prompt: &prompt, Options: PromptOptions{
 		Cwd: dir, KeepAlive: true, Content: []content.Block{

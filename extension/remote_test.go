@@ -20,7 +20,7 @@ func (f closerFunc) Close() error { return f() }
 func TestApprovalDecidedInTheDashboard(t *testing.T) {
 	cores := make(chan *relay.Core, 1)
 	closed := make(chan struct{})
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) {
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) {
 		o.Remote = func(c *relay.Core) io.Closer {
 			cores <- c
 			return closerFunc(func() error { close(closed); return nil })

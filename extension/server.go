@@ -3,7 +3,6 @@ package extension
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,42 +15,27 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/host"
 	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
-// Executor runs one background run (executor.Executor).
-type Executor = relay.Executor
-
-// Forwarder takes every event for the backend (forwarder.Forwarder).
-type Forwarder interface {
-	Enqueue(forwarder.Event) (forwarder.Accepted, error)
-	Stats() forwarder.Stats
-	Stop(ctx context.Context) error
-}
-
 // Options configure a Server.
 type Options struct {
-	Executor     Executor
-	Forwarder    Forwarder
-	State        *relay.State // last conversation per workspace; nil: none kept
+	// Host runs the runs and carries their events; Serve starts it and
+	// closes it when it stops.
+	Host         *host.Host
 	Version      string
 	CLIPath      string
 	CLIVersion   string
 	CLIError     string // why no CLI was found
 	BackendURL   string
 	DashboardURL string
-	DefaultCwd   string
-	DrainTimeout time.Duration // forwarder drain at shutdown (10s)
-	MaxLine      int           // longest command line (1 MiB)
+	MaxLine      int // longest command line (1 MiB)
 	// Terminal builds the terminal_command for a terminal action.
 	Terminal func(cmd Command) (argv []string, cwd string, env map[string]string, err error)
-	// Remote, when set, starts what answers the server's approvals from
-	// elsewhere (internal/remote's waiter for dashboard decisions) over
-	// its run core; Serve starts it and closes it when it stops.
-	Remote func(*relay.Core) io.Closer
-	Logger *slog.Logger
+	Logger   *slog.Logger
 }
 
 // Server serves one extension connection.
@@ -65,7 +49,6 @@ type Server struct {
 	early   []Event // forwarder errors reported before that
 
 	core     *relay.Core
-	remote   io.Closer // Options.Remote's, while serving
 	mu       sync.Mutex
 	exitWith map[string]bool // runs with exit_on_complete
 	shutdown chan string     // a reason: shutdown command, EOF, auto_shutdown, signal
@@ -73,24 +56,18 @@ type Server struct {
 
 // New returns a Server.
 func New(opts Options) *Server {
-	if opts.DrainTimeout <= 0 {
-		opts.DrainTimeout = 10 * time.Second
-	}
 	if opts.MaxLine <= 0 {
 		opts.MaxLine = 1 << 20
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: opts.Logger, exitWith: map[string]bool{}, shutdown: make(chan string, 4)}
-	s.core = relay.New(relay.Options{Executor: opts.Executor, Spool: opts.Forwarder, State: opts.State,
-		DefaultCwd: opts.DefaultCwd, CLIError: opts.CLIError, Logger: opts.Logger})
-	return s
+	return &Server{opts: opts, log: opts.Logger, core: opts.Host.Core(), exitWith: map[string]bool{}, shutdown: make(chan string, 4)}
 }
 
 // Serve reads commands from in and writes events to out until a shutdown
-// command, EOF on in, or a signal on signals. It cancels live runs, drains the
-// forwarder up to DrainTimeout, writes the shutdown event last and returns.
+// command, EOF on in, or a signal on signals. It closes the host (live runs
+// cancelled, the forwarder drained), writes the shutdown event last and returns.
 // A second signal returns ErrForced at once.
 func (s *Server) Serve(in io.Reader, out io.Writer, signals <-chan os.Signal) error {
 	s.w = bufio.NewWriterSize(out, 64<<10)
@@ -98,9 +75,9 @@ func (s *Server) Serve(in io.Reader, out io.Writer, signals <-chan os.Signal) er
 		CLIPath: s.opts.CLIPath, CLIVersion: s.opts.CLIVersion, CLIError: s.opts.CLIError,
 		Backend: s.opts.BackendURL, Dashboard: s.opts.DashboardURL})
 	s.emitEarly()
-	if s.opts.Remote != nil {
-		s.remote = s.opts.Remote(s.core)
-	}
+	// Delivery problems from here on, what the spool held at start among
+	// them, are the extension's to show.
+	s.opts.Host.Start(s.ReportForwarderError)
 	// The reader goroutine ends at EOF; a blocked read of a terminal stdin
 	// cannot be interrupted, so on shutdown we return without waiting for it.
 	go s.readCommands(in)
@@ -128,21 +105,15 @@ func (s *Server) Serve(in io.Reader, out io.Writer, signals <-chan os.Signal) er
 // ErrForced reports a second signal during shutdown.
 var ErrForced = errors.New("forced exit on a second signal")
 
-// stop cancels runs, waits for their final events, drains the forwarder
-// and writes the shutdown event.
+// stop closes the host (runs cancelled, their final events spooled, the
+// forwarder drained) and writes the shutdown event.
 func (s *Server) stop(reason string, why relay.Stop) error {
-	s.core.CloseFor(why)
-	if s.remote != nil {
-		s.remote.Close() //nolint:errcheck // nothing pending is left to answer
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.DrainTimeout)
-	defer cancel()
-	err := s.opts.Forwarder.Stop(ctx)
-	s.emit(ShutdownEvent(reason, err, s.opts.Forwarder.Stats()))
-	if errors.Is(err, forwarder.ErrUndelivered) {
+	closed := s.opts.Host.Close(why)
+	s.emit(ShutdownEvent(reason, closed.Err, closed.Stats))
+	if errors.Is(closed.Err, forwarder.ErrUndelivered) {
 		return nil // said in the event; the spool keeps them
 	}
-	return err
+	return closed.Err
 }
 
 func (s *Server) readCommands(in io.Reader) {
@@ -252,7 +223,7 @@ func (s *Server) status(cmd Command) {
 			StartedAt: r.StartedAt, Approvals: r.PendingApprovals})
 	}
 	s.emit(Event{Event: EventStatus, RequestID: cmd.RequestID, Runs: runs, State: stateOf(len(runs)),
-		Forwarder: forwarderInfo(s.opts.Forwarder.Stats())})
+		Forwarder: forwarderInfo(s.opts.Host.Stats())})
 }
 
 func stateOf(n int) string {
@@ -308,11 +279,10 @@ func (s *Server) terminal(cmd Command) {
 	}
 	// The defaults every run gets (relay.Frame); the terminal makes its own
 	// run ID when it starts.
-	f := relay.Frame{SessionID: cmd.SessionID, InteractionID: cmd.InteractionID, Cwd: cmd.Options.Cwd}
-	f.Fill(s.opts.DefaultCwd)
+	f := s.core.Frame(relay.Frame{SessionID: cmd.SessionID, InteractionID: cmd.InteractionID, Cwd: cmd.Options.Cwd})
 	cmd.SessionID, cmd.InteractionID, cmd.Options.Cwd = f.SessionID, f.InteractionID, f.Cwd
-	if cmd.Options.ResumeLastSession && cmd.Options.Resume == "" && s.opts.State != nil {
-		cmd.Options.Resume = s.opts.State.Last(cmd.Options.Cwd)
+	if cmd.Options.ResumeLastSession && cmd.Options.Resume == "" {
+		cmd.Options.Resume = s.core.LastConversation(cmd.Options.Cwd)
 	}
 	argv, cwd, env, err := s.opts.Terminal(cmd)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/host"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
@@ -27,7 +28,7 @@ func isRun(name, runID string) func(Event) bool {
 }
 
 func TestReadyFirstAndShutdownLastOnEOF(t *testing.T) {
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.DashboardURL = "http://127.0.0.1:1/" })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.DashboardURL = "http://127.0.0.1:1/" })
 	ready := h.waitFor("ready", func(ev Event) bool { return ev.Event == EventReady })
 	if evs := h.events(); evs[0].Event != EventReady {
 		t.Fatalf("first event %q", evs[0].Event)
@@ -50,7 +51,7 @@ func TestReadyFirstAndShutdownLastOnEOF(t *testing.T) {
 }
 
 func TestReadyReportsMissingCLI(t *testing.T) {
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.CLIPath, o.CLIVersion, o.CLIError = "", "", "no claude in PATH" })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.CLIPath, o.CLIVersion, o.CLIError = "", "", "no claude in PATH" })
 	ready := h.waitFor("ready", func(ev Event) bool { return ev.Event == EventReady })
 	if ready.CLIError != "no claude in PATH" || ready.CLIPath != "" {
 		t.Errorf("ready %+v", ready)
@@ -60,7 +61,7 @@ func TestReadyReportsMissingCLI(t *testing.T) {
 // TestBadCommandsGetErrorsAndServingGoesOn sends one bad line after another
 // to the same server; each gets its error and the server still answers.
 func TestBadCommandsGetErrorsAndServingGoesOn(t *testing.T) {
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.MaxLine = 1024 })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.MaxLine = 1024 })
 	tests := []struct {
 		name, line, code, requestID string
 	}{
@@ -116,7 +117,7 @@ func TestBadCommandsGetErrorsAndServingGoesOn(t *testing.T) {
 // a blank prompt at once without starting anything (seed 002).
 func TestBlankPromptCompletesWithoutCLI(t *testing.T) {
 	exec := executor.New(executor.Options{}) // no CLI at all
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.Executor = exec })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.Core.Executor = exec })
 	h.prompt("blank", "  \n\t ", PromptOptions{})
 	done := h.waitFor("end of blank", func(ev Event) bool {
 		return ev.RunID == "blank" && strings.HasPrefix(ev.Event, "run_") && ev.Event != EventRunStarted
@@ -298,7 +299,7 @@ func TestStreamOnlyAfterSpooled(t *testing.T) {
 }
 
 func TestSpoolFullGivesErrorAndNoStream(t *testing.T) {
-	h := newHarness(t, func(_ *Options, f *fakeForwarder) {
+	h := newHarness(t, func(_ *setup, f *fakeForwarder) {
 		f.fail = fmt.Errorf("%w: 100 bytes waiting (spool.max_bytes 100)", forwarder.ErrSpoolFull)
 	})
 	h.prompt("full", "lines 3", PromptOptions{})
@@ -442,7 +443,7 @@ func TestCancelOneRunLeavesTheOther(t *testing.T) {
 }
 
 func TestStatusListsRunsAndForwarder(t *testing.T) {
-	h := newHarness(t, func(_ *Options, f *fakeForwarder) {
+	h := newHarness(t, func(_ *setup, f *fakeForwarder) {
 		f.stats = forwarder.Stats{Pending: 7, InFlight: 2, Delivered: 40, Retried: 3, DeadLettered: 1, SpoolBytes: 4096, LastError: "503 from backend"}
 	})
 	idle := h.status("idle")
@@ -532,7 +533,7 @@ func TestExitOnCompleteWaitsForItsRun(t *testing.T) {
 }
 
 func TestShutdownCancelsRunsDrainsAndComesLast(t *testing.T) {
-	h := newHarness(t, func(o *Options, f *fakeForwarder) {
+	h := newHarness(t, func(o *setup, f *fakeForwarder) {
 		o.DrainTimeout = 3 * time.Second
 		f.stopErr = fmt.Errorf("%w: 812 bytes in /spool", forwarder.ErrUndelivered)
 		f.stats = forwarder.Stats{Pending: 4, SpoolBytes: 812}
@@ -572,7 +573,7 @@ func TestShutdownCancelsRunsDrainsAndComesLast(t *testing.T) {
 }
 
 func TestShutdownReportsAStopError(t *testing.T) {
-	h := newHarness(t, func(_ *Options, f *fakeForwarder) { f.stopErr = errors.New("spool corrupt") })
+	h := newHarness(t, func(_ *setup, f *fakeForwarder) { f.stopErr = errors.New("spool corrupt") })
 	h.cmd(Command{Action: ActionShutdown})
 	if err := h.serveResult(); err == nil || !strings.Contains(err.Error(), "spool corrupt") {
 		t.Errorf("Serve: %v", err)
@@ -584,7 +585,7 @@ func TestShutdownReportsAStopError(t *testing.T) {
 
 func TestNoNewRunsWhileShuttingDown(t *testing.T) {
 	hold := make(chan struct{})
-	h := newHarness(t, func(_ *Options, f *fakeForwarder) { f.holdOff = hold })
+	h := newHarness(t, func(_ *setup, f *fakeForwarder) { f.holdOff = hold })
 	h.prompt("a", "block", PromptOptions{})
 	h.waitEvent(EventStream, "a")
 	h.cmd(Command{Action: ActionShutdown})
@@ -637,7 +638,7 @@ func TestSignalCancelsRunsAndShutsDown(t *testing.T) {
 
 func TestSecondSignalForcesExit(t *testing.T) {
 	hold := make(chan struct{})
-	h := newHarness(t, func(_ *Options, f *fakeForwarder) { f.holdOff = hold })
+	h := newHarness(t, func(_ *setup, f *fakeForwarder) { f.holdOff = hold })
 	h.waitFor("ready", func(ev Event) bool { return ev.Event == EventReady })
 	h.sig <- os.Interrupt
 	h.waitFor("signal", func(ev Event) bool { return ev.Event == EventSignal })
@@ -656,7 +657,7 @@ func TestSecondSignalForcesExit(t *testing.T) {
 func TestTerminalCommand(t *testing.T) {
 	var got []Command
 	var mu sync.Mutex
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) {
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) {
 		o.Terminal = func(c Command) ([]string, string, map[string]string, error) {
 			mu.Lock()
 			got = append(got, c)
@@ -693,7 +694,7 @@ func TestTerminalCommand(t *testing.T) {
 func TestResumeLastSession(t *testing.T) {
 	dir := t.TempDir()
 	cwd := t.TempDir()
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.State = relay.NewState(dir) })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.Core.State = relay.NewState(dir) })
 	h.prompt("first", "hello", PromptOptions{Cwd: cwd})
 	h.waitEvent(EventRunCompleted, "first")
 	h.prompt("second", "again", PromptOptions{Cwd: cwd + "/", ResumeLastSession: true})
@@ -827,7 +828,9 @@ func TestStateFile(t *testing.T) {
 func serveOnce(t testing.TB, input []byte, maxLine int) ([]byte, error) {
 	exec := &fakeExecutor{}
 	fwd := newFakeForwarder()
-	srv := New(Options{Executor: exec, Forwarder: fwd, Version: "fuzz", DrainTimeout: time.Second, MaxLine: maxLine})
+	s := setup{Options: Options{Version: "fuzz", MaxLine: maxLine},
+		hostOptions: host.Options{Forwarder: fwd, Core: relay.Options{Executor: exec}, DrainTimeout: time.Second}}
+	srv := s.server()
 	var out lockedBuffer
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(strings.NewReader(string(input)), &out, nil) }()
@@ -951,7 +954,7 @@ func TestRandomLines(t *testing.T) {
 		}
 		lines = append(lines, line)
 	}
-	h := newHarness(t, func(o *Options, _ *fakeForwarder) { o.MaxLine = 1 << 16 })
+	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.MaxLine = 1 << 16 })
 	for _, l := range lines {
 		h.send(l)
 	}

@@ -35,28 +35,17 @@ func runACP(ctx context.Context, a *App) error {
 	if err != nil {
 		return err
 	}
-	defer h.backend.Close()
 	stopWatch := a.watchConfig()
 	defer stopWatch()
-	h.fwd.OnError(func(e forwarder.Error) { a.log.Warn("backend delivery", "code", e.Code, "err", e.Message) })
-	h.fwd.Start()
-	c := a.loaded.Config
-	core := relay.New(relay.Options{Executor: h.exec, Spool: h.fwd, State: relay.NewState(c.DataDir),
-		DefaultCwd: c.Workspace, Logger: a.log, CLIError: h.cli.err})
-	// Decisions made in the dashboard answer the sessions' approvals too.
-	waiter := a.remoteWaiter(h, core)
+	h.Start(func(e forwarder.Error) { a.log.Warn("backend delivery", "code", e.Code, "err", e.Message) })
 	home, _ := os.UserHomeDir()
 	if v, ok := a.LookupEnv("HOME"); ok && v != "" {
 		home = v
 	}
-	err = acp.Serve(ctx, acp.Options{Core: core, Home: home, Version: version.Get().Version, Logger: a.log,
+	err = acp.Serve(ctx, acp.Options{Core: h.Core(), Home: home, Version: version.Get().Version, Logger: a.log,
 		Root: os.Geteuid() == 0, HasCredentials: func() bool { return a.hasCredentials(home) }}, a.Stdin, a.Stdout)
-	core.Close()
-	waiter.Close() //nolint:errcheck // nothing is pending once the runs ended
-	dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
-	defer cancel()
-	if derr := h.fwd.Stop(dctx); derr != nil && !errors.Is(derr, forwarder.ErrUndelivered) {
-		a.log.Warn("forwarder drain", "err", derr)
+	if closed := h.close(relay.StopClosed); closed.Err != nil && !errors.Is(closed.Err, forwarder.ErrUndelivered) {
+		a.log.Warn("forwarder drain", "err", closed.Err)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/claude-relay/claude-relay/extension"
+	"github.com/claude-relay/claude-relay/internal/relay"
 )
 
 func newExtensionCmd(a *App) *cobra.Command {
@@ -42,17 +43,18 @@ func runExtension(ctx context.Context, a *App) error {
 	if err != nil {
 		return err
 	}
-	defer h.backend.Close()
 	stopWatch := a.watchConfig()
 	defer stopWatch()
 	signals := make(chan os.Signal, 2)
 	if a.Signals != nil {
 		defer a.Signals(signals)()
 	}
+	// Serve closes the host.
 	err = a.extensionServer(h).Serve(a.Stdin, a.Stdout, signals)
 	if errors.Is(err, extension.ErrForced) {
-		h.exec.KillLive() // no time for a graceful stop, but no leftovers either
+		h.abandon()
 		return &ExitError{Code: 130}
 	}
+	h.close(relay.StopClosed)
 	return err
 }

@@ -260,16 +260,11 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	defer h.backend.Close()
 	c := a.loaded.Config
-	core := relay.New(relay.Options{Executor: h.exec, Spool: h.fwd, State: relay.NewState(c.DataDir),
-		DefaultCwd: c.Workspace, Logger: a.log})
-	// Decisions made in the dashboard answer this run's approvals too.
-	defer a.remoteWaiter(h, core).Close() //nolint:errcheck // nothing is pending after the run
+	core := h.Core()
 	v := newView(a, o, h.backend.Dashboard, core)
 	v.embedded, v.serveAddr, v.ask, v.spoolDir = h.backend.Embedded, c.Serve.Addr, ask, c.Spool.Dir
-	h.fwd.OnError(v.forwarderError)
-	h.fwd.Start()
+	h.Start(v.forwarderError)
 	v.startSpinner()
 	defer v.stopSpinner()
 	if o.json {
@@ -292,12 +287,12 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 
 	req, err := o.request()
 	if err != nil {
-		h.fwd.Stop(context.Background()) //nolint:errcheck // nothing was spooled
+		h.close(relay.StopClosed) // nothing was spooled
 		return err
 	}
 	run, err := core.Start(req, v)
 	if err != nil {
-		h.fwd.Stop(context.Background()) //nolint:errcheck // nothing was spooled
+		h.close(relay.StopClosed) // nothing was spooled
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 
@@ -345,18 +340,16 @@ wait:
 				}
 			}
 			if first != nil {
-				h.exec.KillLive() // no time for a graceful stop, but no leftovers either
+				h.abandon()
 				return &ExitError{Code: signalStatus(first)}
 			}
 			first = sig
 			core.Cancel(run.ID(), relay.Stop{By: wire.ByTTY, Why: "stopped with " + signalName(sig)}) //nolint:errcheck // it may have just ended
 		}
 	}
-	core.Close()
-	dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
-	defer cancel()
-	drainErr := h.fwd.Stop(dctx)
-	v.shutdown(drainErr, h.fwd.Stats())
+	closed := h.close(relay.StopClosed)
+	drainErr := closed.Err
+	v.shutdown(drainErr, closed.Stats)
 	if first != nil && code == exitCancelled {
 		code = signalStatus(first)
 	}

@@ -18,8 +18,6 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/extension"
-	"github.com/claude-relay/claude-relay/forwarder"
-	"github.com/claude-relay/claude-relay/internal/discovery"
 	"github.com/claude-relay/claude-relay/internal/fsutil"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/terminal"
@@ -75,31 +73,21 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if err := o.validate(c.Workspace); err != nil {
 		return err
 	}
-	var found discovery.Result // claude.command, when set, is the CLI: nothing to discover
-	if c.Claude.Command == "" {
-		var err error
-		if found, err = discovery.Find(ctx, a.discoveryOptions(c.Claude.Path)); err != nil {
-			return fmt.Errorf("cannot run the Claude CLI: %w; `claude-relay doctor` says where it looked and how to fix it", err)
-		}
-	}
-	backend, err := a.backend(context.WithoutCancel(ctx))
+	h, err := a.newHelper(context.WithoutCancel(ctx), true)
 	if err != nil {
 		return err
 	}
-	defer backend.Close()
-	fwd, err := forwarder.Open(a.forwarderOptions(backend))
-	if err != nil {
-		return err
+	cliPath := h.cli.path
+	if c.Claude.Command != "" {
+		cliPath = "" // claude.command is the CLI: the runner takes it as BaseCommand
 	}
-	a.endDeadRuns(ctx, fwd)
-	fwd.Start()
+	backend := h.backend
+	h.Start(nil)
 	// Drained before the exit lines (they say the events are stored), and
 	// on every other path by the defer.
 	drain := sync.OnceFunc(func() {
-		dctx, cancel := context.WithTimeout(context.Background(), c.Forwarder.DrainTimeout)
-		defer cancel()
-		if err := fwd.Stop(dctx); err != nil {
-			fmt.Fprintf(a.Stderr, "claude-relay: %v; `claude-relay spool flush` delivers them later\n", err)
+		if closed := h.close(relay.StopClosed); closed.Err != nil {
+			fmt.Fprintf(a.Stderr, "claude-relay: %v; `claude-relay spool flush` delivers them later\n", closed.Err)
 		}
 	})
 	defer drain()
@@ -111,9 +99,9 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		env = a.Environ()
 	}
 	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
-		CLIPath: found.Path, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
+		CLIPath: cliPath, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
 		Resume: o.resume, Fork: o.fork, Continue: o.cont, BaseEnv: env, Env: c.Claude.Env,
-		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: fwd, State: relay.NewState(c.DataDir),
+		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: h.Events(), State: relay.NewState(c.DataDir),
 		Registry: a.runRegistry(),
 		Logger:   a.log,
 	})

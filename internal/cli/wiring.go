@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/discovery"
+	"github.com/claude-relay/claude-relay/internal/host"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/remote"
@@ -52,18 +54,23 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	return e, info
 }
 
-// helper is what a front end runs on: the executor, the forwarder (opened,
-// not started: the front end sets its error handler first), the backend.
+// helper is what a front end runs on: the host (internal/host: the run
+// core, the forwarder, the dashboard's decisions, the drain at the end),
+// built from the configuration, with the executor, the backend and the CLI
+// it found.
 type helper struct {
+	*host.Host
 	exec    *executor.Executor
-	fwd     *forwarder.Forwarder
 	backend *backendConn
 	cli     cliInfo
+
+	backendOnce sync.Once
 }
 
-// newHelper finds the CLI and opens the backend and the forwarder. With
-// requireCLI, a missing CLI is an error before the backend and the spool are
-// touched; without, the front end reports it.
+// newHelper finds the CLI and opens the backend and the forwarder, then the
+// host over them; the front end starts it with its error handler, and
+// close ends it. With requireCLI, a missing CLI is an error before the
+// backend and the spool are touched; without, the front end reports it.
 func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	exec, info := a.newExecutor(ctx)
 	if requireCLI && info.err != "" {
@@ -79,7 +86,32 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 		return nil, err
 	}
 	a.endDeadRuns(ctx, fwd)
-	return &helper{exec: exec, fwd: fwd, backend: backend, cli: info}, nil
+	c := a.loaded.Config
+	h := &helper{exec: exec, backend: backend, cli: info}
+	h.Host = host.New(host.Options{
+		Forwarder: fwd,
+		Core: relay.Options{Executor: exec, State: relay.NewState(c.DataDir), DefaultCwd: c.Workspace,
+			CLIError: info.err, Logger: a.log},
+		// Decisions made in the dashboard answer the runs' approvals too.
+		Remote:       func(core *relay.Core) io.Closer { return a.remoteWaiter(backend, core) },
+		DrainTimeout: c.Forwarder.DrainTimeout,
+	})
+	return h, nil
+}
+
+// close ends the host with stop (runs stopped, the forwarder drained) and
+// lets go of the backend; it returns how the drain went.
+func (h *helper) close(stop relay.Stop) host.Closed {
+	closed := h.Close(stop)
+	h.backendOnce.Do(h.backend.Close)
+	return closed
+}
+
+// abandon is the end on a second signal: no time for a graceful stop or a
+// drain (the spool keeps what was not delivered), but no leftovers either.
+func (h *helper) abandon() {
+	h.exec.KillLive()
+	h.backendOnce.Do(h.backend.Close)
 }
 
 // deadRunGap is the pause between SIGINT, SIGTERM and SIGKILL when stopping
@@ -114,29 +146,24 @@ func (a *App) endDeadRuns(ctx context.Context, fwd *forwarder.Forwarder) int {
 	return n
 }
 
-// extensionServer builds the extension server over h and starts the
-// forwarder: what Open found in the spool reaches the server (and the
-// extension, after ready), and so does everything after.
+// extensionServer builds the extension server over h; Serve starts h, so
+// what Open found in the spool reaches the extension after ready, and so
+// does everything after.
 func (a *App) extensionServer(h *helper) *extension.Server {
-	c := a.loaded.Config
-	s := extension.New(extension.Options{
-		Executor: h.exec, Forwarder: h.fwd, State: relay.NewState(c.DataDir), Version: version.Get().Version,
+	return extension.New(extension.Options{
+		Host: h.Host, Version: version.Get().Version,
 		CLIPath: h.cli.path, CLIVersion: h.cli.version, CLIError: h.cli.err,
-		BackendURL: h.backend.URL, DashboardURL: h.backend.Dashboard, DefaultCwd: c.Workspace,
-		DrainTimeout: c.Forwarder.DrainTimeout, Logger: a.log, Terminal: a.terminalCommand,
-		Remote: func(core *relay.Core) io.Closer { return a.remoteWaiter(h, core) },
+		BackendURL: h.backend.URL, DashboardURL: h.backend.Dashboard,
+		Logger: a.log, Terminal: a.terminalCommand,
 	})
-	h.fwd.OnError(s.ReportForwarderError)
-	h.fwd.Start()
-	return s
 }
 
 // remoteWaiter starts the waiter that answers core's pending approvals with
 // the decisions made in the backend's dashboard (CONTRACT §10). It asks the
 // backend the forwarder posts to, with the same token, read afresh for each
 // poll; it backs off like the forwarder does.
-func (a *App) remoteWaiter(h *helper, core remote.Core) *remote.Waiter {
+func (a *App) remoteWaiter(backend *backendConn, core remote.Core) *remote.Waiter {
 	c := a.loaded.Config
-	return remote.Start(remote.Options{Core: core, URL: h.backend.URL, Token: a.forwarderOptions(h.backend).Token,
+	return remote.Start(remote.Options{Core: core, URL: backend.URL, Token: a.forwarderOptions(backend).Token,
 		MinBackoff: c.Forwarder.MinBackoff, MaxBackoff: c.Forwarder.MaxBackoff, Logger: a.log})
 }

@@ -241,18 +241,37 @@ func (c *Core) executorRequest(req Request) (executor.Request, wire.PromptRecord
 		return er, rec, nil // seed 002: completes at once, nothing to check
 	}
 	if err := executor.Validate(er); err != nil {
-		return er, rec, refuse(RefuseBadValue, "%s", strings.TrimPrefix(err.Error(), executor.ErrBadRequest.Error()+": "))
+		var bad *executor.RequestError
+		if errors.As(err, &bad) {
+			return er, rec, refuse(RefuseBadValue, "%s", bad.Problem)
+		}
+		return er, rec, refuse(RefuseBadValue, "%v", err)
 	}
 	return er, rec, nil
 }
 
 func permissionMode(m string) streamjson.PermissionMode { return streamjson.PermissionMode(m) }
 
+// Frame is f with this core's defaults filled in (relay.Frame.Fill), for a
+// run that starts elsewhere (a visible terminal) as for its own.
+func (c *Core) Frame(f Frame) Frame {
+	f.Fill(c.opts.DefaultCwd)
+	return f
+}
+
+// LastConversation is the conversation last run in cwd, which
+// resume_last_session resumes; "" when none is known.
+func (c *Core) LastConversation(cwd string) string {
+	if c.opts.State == nil {
+		return ""
+	}
+	return c.opts.State.Last(cwd)
+}
+
 // check fills req's defaults and says why it cannot start, in words a user
 // can act on.
 func (c *Core) check(req *Request) error {
-	f := Frame{RunID: req.RunID, SessionID: req.SessionID, InteractionID: req.InteractionID, Cwd: req.Cwd}
-	f.Fill(c.opts.DefaultCwd)
+	f := c.Frame(Frame{RunID: req.RunID, SessionID: req.SessionID, InteractionID: req.InteractionID, Cwd: req.Cwd})
 	req.RunID, req.SessionID, req.InteractionID, req.Cwd = f.RunID, f.SessionID, f.InteractionID, f.Cwd
 	if req.Mode != "" && req.Mode != wire.ModeACP {
 		return refuse(RefuseBadValue, "mode %q (allowed: %s, or none for a background run)", req.Mode, wire.ModeACP)
@@ -262,8 +281,8 @@ func (c *Core) check(req *Request) error {
 			return err
 		}
 	}
-	if req.ResumeLastSession && req.Resume == "" && c.opts.State != nil {
-		req.Resume = c.opts.State.Last(req.Cwd)
+	if req.ResumeLastSession && req.Resume == "" {
+		req.Resume = c.LastConversation(req.Cwd)
 	}
 	if req.Fork && req.Resume == "" && !req.Continue {
 		return refuse(RefuseBadValue, "fork needs resume (the conversation to fork) or continue")

@@ -81,6 +81,7 @@ type End struct {
 	TotalCostUSD   *float64
 	Reason         string // why it failed, or how it was stopped
 	StoppedBy      wire.By
+	Cause          error // why it failed, for code: executor.ErrNotLoggedIn, or nil
 }
 
 // Sink receives a run's events, one at a time and in order. KindStarted and

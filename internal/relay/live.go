@@ -283,7 +283,7 @@ func (r *Run) turnCompleted(e executor.Event) {
 // endOf turns an executor result into an End.
 func endOf(res *executor.Result, err error) *End {
 	end := &End{Status: res.Status, ConversationID: res.ConversationID,
-		Result: res.CommandResult, StoppedBy: res.StoppedBy}
+		Result: res.CommandResult, StoppedBy: res.StoppedBy, Cause: res.Cause}
 	if res.HasUsage {
 		u := wire.Usage(res.Usage)
 		cost := res.TotalCostUSD

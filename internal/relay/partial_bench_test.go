@@ -18,6 +18,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/host"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
@@ -83,7 +84,8 @@ func BenchmarkPartial(b *testing.B) {
 	b.Run("helper", func(b *testing.B) {
 		out := &stampWriter{idle: make(chan struct{}, 1)}
 		fx := &partialExec{lines: lines, out: out}
-		srv := extension.New(extension.Options{Executor: fx, Forwarder: idleForwarder{}, DefaultCwd: b.TempDir()})
+		h := host.New(host.Options{Forwarder: idleForwarder{}, Core: relay.Options{Executor: fx, DefaultCwd: b.TempDir()}})
+		srv := extension.New(extension.Options{Host: h})
 		inR, inW := io.Pipe()
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(inR, out, nil) }()
@@ -233,5 +235,7 @@ func (acceptSpool) Enqueue(forwarder.Event) (forwarder.Accepted, error) {
 // idleForwarder is a forwarder with nothing to deliver.
 type idleForwarder struct{ acceptSpool }
 
-func (idleForwarder) Stats() forwarder.Stats     { return forwarder.Stats{} }
-func (idleForwarder) Stop(context.Context) error { return nil }
+func (idleForwarder) Stats() forwarder.Stats        { return forwarder.Stats{} }
+func (idleForwarder) Stop(context.Context) error    { return nil }
+func (idleForwarder) OnError(func(forwarder.Error)) {}
+func (idleForwarder) Start()                        {}

@@ -1,0 +1,114 @@
+// Package host owns a helper's run lifecycle, the same for every front end
+// (the extension protocol, `run`, `acp`, `terminal`): the run core over the
+// executor and the forwarder, the waiter that brings decisions made in the
+// dashboard, and the end, where runs are stopped and the forwarder drains
+// within a bound. A front end opens one (internal/cli builds it from the
+// configuration), starts it with the handler that shows delivery errors to
+// its user, and closes it once.
+package host
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/relay"
+)
+
+// Forwarder is the event pipe to the backend (forwarder.Forwarder).
+type Forwarder interface {
+	relay.Spool
+	OnError(func(forwarder.Error))
+	Start()
+	Stats() forwarder.Stats
+	Stop(ctx context.Context) error
+}
+
+// Options configure a Host.
+type Options struct {
+	Forwarder Forwarder // opened, not started
+	// Core configures the run core; its Spool is Forwarder.
+	Core relay.Options
+	// Remote, when set, starts what answers the core's approvals from
+	// elsewhere (internal/remote's waiter for dashboard decisions); Start
+	// starts it and Close closes it.
+	Remote       func(*relay.Core) io.Closer
+	DrainTimeout time.Duration // the forwarder's drain at Close (10s)
+}
+
+// Host is one helper's runs and their events, from Start to Close.
+type Host struct {
+	opts Options
+	core *relay.Core
+
+	startOnce sync.Once
+	remote    io.Closer
+
+	closeOnce sync.Once
+	closed    Closed
+}
+
+// Closed is how Close left the events: Err is the drain's (nil when every
+// event reached the backend; it wraps forwarder.ErrUndelivered when some
+// wait in the spool for the next start).
+type Closed struct {
+	Err   error
+	Stats forwarder.Stats
+}
+
+// New returns a Host; nothing runs until Start.
+func New(opts Options) *Host {
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 10 * time.Second
+	}
+	if opts.Core.Logger == nil {
+		opts.Core.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Core.Spool = opts.Forwarder
+	return &Host{opts: opts, core: relay.New(opts.Core)}
+}
+
+// Core is the run core every run of this host goes through.
+func (h *Host) Core() *relay.Core { return h.core }
+
+// Events is where events go to the backend, for a front end that writes
+// them itself (the terminal runner).
+func (h *Host) Events() relay.Spool { return h.opts.Forwarder }
+
+// Stats are the forwarder's figures now.
+func (h *Host) Stats() forwarder.Stats { return h.opts.Forwarder.Stats() }
+
+// Start starts delivery, with onError told of every delivery problem
+// (what the spool held at start among them), and the remote waiter. Only
+// the first call counts.
+func (h *Host) Start(onError func(forwarder.Error)) {
+	h.startOnce.Do(func() {
+		if onError != nil {
+			h.opts.Forwarder.OnError(onError)
+		}
+		h.opts.Forwarder.Start()
+		if h.opts.Remote != nil {
+			h.remote = h.opts.Remote(h.core)
+		}
+	})
+}
+
+// Close stops every run with stop (each posts its ending), closes the
+// remote waiter and drains the forwarder for up to DrainTimeout. Later
+// calls return the first one's result.
+func (h *Host) Close(stop relay.Stop) Closed {
+	h.closeOnce.Do(func() {
+		h.core.CloseFor(stop)
+		if h.remote != nil {
+			h.remote.Close() //nolint:errcheck // nothing pending is left to answer
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.opts.DrainTimeout)
+		defer cancel()
+		err := h.opts.Forwarder.Stop(ctx)
+		h.closed = Closed{Err: err, Stats: h.opts.Forwarder.Stats()}
+	})
+	return h.closed
+}

@@ -10,11 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +64,7 @@ type driveConfig struct {
 	Playwright string   `json:"playwright"`
 	Shots      string   `json:"shots"`
 	Steps      []string `json:"steps"`
+	HoldAfter  []string `json:"holdAfter"`
 	WaitMS     int      `json:"waitMs"`
 	Bash       struct {
 		Prompt  string   `json:"prompt"`
@@ -81,8 +85,10 @@ type driveConfig struct {
 // headless Chromium as a person would (CONTRACT §9): a background run whose
 // Bash call is approved from the notification, a Write denied from it, and
 // "Run in Terminal". It checks what the browser shows (drive.mjs) and what
-// only the test can see: the tool ran, the backend holds the run's events,
-// the denied file does not exist, `claude-relay terminal` ran the prompt.
+// only the test can see: nothing runs until the extension is used (no
+// helper, no `npm root -g`) and the first run starts the helper, the tool
+// ran, the backend holds the run's events, the denied file does not exist,
+// `claude-relay terminal` ran the prompt.
 // Then `claude-relay serve` on the same data dir shows the three sessions
 // in its dashboard (record_test.go): each list row and page, with figures
 // equal to the CLI's own records. The dashboard's screenshots go to the
@@ -155,7 +161,7 @@ func TestVSCodeExtension(t *testing.T) {
 		Chromium:   tl.chromium,
 		Playwright: tl.playwright,
 		Shots:      shots,
-		Steps:      []string{"bash", "write", "terminal"},
+		Steps:      []string{"idle", "bash", "write", "terminal"},
 		WaitMS:     60_000,
 	}
 	cfg.Bash.Prompt = "Print the two markers with a shell command (route-bash)"
@@ -166,7 +172,10 @@ func TestVSCodeExtension(t *testing.T) {
 	cfg.Terminal.Prompt = "Say hello in the terminal (route-terminal)"
 	cfg.Terminal.Expect = terminalReply
 
-	steps, err := drive(t, ctx, tl, dir, tag, cfg)
+	steps, err := drive(t, ctx, tl, dir, tag, cfg, map[string]func(step){
+		"idle":        func(s step) { checkNothingStarted(t, tag, s) },
+		"bash-prompt": func(step) { checkHelperStarted(t, tag) },
+	})
 	if err != nil {
 		diagnose(t, dir, ud)
 		t.Fatalf("driving the workbench: %v", err)
@@ -175,7 +184,7 @@ func TestVSCodeExtension(t *testing.T) {
 	for _, s := range steps {
 		done[s.Step] = s.OK
 	}
-	for _, want := range []string{"workbench", "bash-prompt", "bash-approval", "bash-output", "runs-view", "write-prompt", "write-approval", "write-end", "terminal-prompt", "terminal-output"} {
+	for _, want := range []string{"workbench", "idle", "bash-prompt", "bash-approval", "bash-output", "runs-view", "write-prompt", "write-approval", "write-end", "terminal-prompt", "terminal-output"} {
 		if !done[want] {
 			diagnose(t, dir, ud)
 			t.Fatalf("drive.mjs ended without step %q passing", want)
@@ -281,9 +290,11 @@ func writeSettings(t *testing.T, ud string) {
 }
 
 // drive runs drive.mjs on cfg, logging each step as it ends, and returns
-// the steps; err says why the script failed.
-func drive(t *testing.T, ctx context.Context, tl tools, dir, tag string, cfg driveConfig) ([]step, error) {
+// the steps; err says why the script failed. After a step named in checks
+// passes, the script waits while its check runs.
+func drive(t *testing.T, ctx context.Context, tl tools, dir, tag string, cfg driveConfig, checks map[string]func(step)) ([]step, error) {
 	t.Helper()
+	cfg.HoldAfter = slices.Sorted(maps.Keys(checks))
 	cfgFile := filepath.Join(dir, "drive.json")
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -309,6 +320,11 @@ func drive(t *testing.T, ctx context.Context, tl tools, dir, tag string, cfg dri
 	if err != nil {
 		t.Fatalf("driver stdout: %v", err)
 	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatalf("driver stdin: %v", err)
+	}
+	defer stdin.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start node %s: %v", script, err)
 	}
@@ -325,6 +341,11 @@ func drive(t *testing.T, ctx context.Context, tl tools, dir, tag string, cfg dri
 		steps = append(steps, s)
 		if s.OK {
 			t.Logf("step %s passed in %.1fs (%s) %s", s.Step, float64(s.MS)/1000, s.Screenshot, s.Detail)
+			if check := checks[s.Step]; check != nil {
+				check(s)
+				// A driver that has died no longer reads: Wait reports why.
+				_, _ = io.WriteString(stdin, "go on\n")
+			}
 		} else {
 			t.Logf("step %s FAILED after %.1fs: %s\n  screenshot: %s", s.Step, float64(s.MS)/1000, s.Error, s.Screenshot)
 			failed = &steps[len(steps)-1]
@@ -402,6 +423,72 @@ func checkDenied(t *testing.T, api *mockapi.Server, path string) {
 	trs := api.ToolResults()
 	if len(trs) != 1 || !trs[0].IsError {
 		t.Errorf("the denied Write should give the model one error tool result; got %+v", trs)
+	}
+}
+
+// relayProcs lists the command lines of the test's claude-relay processes
+// (argv[0] named claude-relay) and of its `npm root -g` runs, the CLI
+// discovery a helper does when it starts.
+func relayProcs(tag string) (relay, npmRoot []string) {
+	for _, pid := range proctag.Find(tag) {
+		c := cmdline(pid)
+		f := strings.Fields(c)
+		switch {
+		case len(f) > 0 && filepath.Base(f[0]) == "claude-relay":
+			relay = append(relay, c)
+		case isNpmRoot(f):
+			npmRoot = append(npmRoot, c)
+		}
+	}
+	return relay, npmRoot
+}
+
+// isNpmRoot: `npm root -g`, run as npm itself or as node on npm's script.
+func isNpmRoot(argv []string) bool {
+	for i, a := range argv {
+		if i > 1 {
+			return false
+		}
+		if strings.HasPrefix(filepath.Base(a), "npm") {
+			return slices.Equal(argv[i+1:], []string{"root", "-g"})
+		}
+	}
+	return false
+}
+
+// checkNothingStarted: the workbench is up and the extension has run a
+// command (drive.mjs's "idle" step), yet no helper runs and no CLI
+// discovery either: the extension starts them on first use only. Its
+// status bar item says so too.
+func checkNothingStarted(t *testing.T, tag string, idle step) {
+	t.Helper()
+	relay, npmRoot := relayProcs(tag)
+	if len(relay) > 0 || len(npmRoot) > 0 {
+		t.Errorf("the window started processes before anything used Claude Relay: claude-relay %q, npm root -g %q", relay, npmRoot)
+	}
+	var d struct {
+		StatusBar string `json:"statusBar"`
+	}
+	if err := json.Unmarshal(idle.Detail, &d); err != nil || d.StatusBar != "Claude Relay" {
+		t.Errorf("before the first run the status bar item says %q (%v), want \"Claude Relay\" (no helper started)", d.StatusBar, err)
+	}
+}
+
+// checkHelperStarted: the first run started `claude-relay extension`.
+func checkHelperStarted(t *testing.T, tag string) {
+	t.Helper()
+	var relay []string
+	ok := poll.Within(30*time.Second, func() bool {
+		relay, _ = relayProcs(tag)
+		for _, c := range relay {
+			if f := strings.Fields(c); len(f) >= 2 && f[1] == "extension" {
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		t.Errorf("no `claude-relay extension` process runs after the first prompt; the test's claude-relay processes: %q", relay)
 	}
 }
 

@@ -1,6 +1,11 @@
 // Claude Relay for VS Code: background and terminal runs of Claude Code
 // through the claude-relay helper (CONTRACT §9). One activate; everything
 // it creates is in context.subscriptions, and nothing lives in globals.
+//
+// Activation (by a command or the Runs view; package.json declares no
+// activation events) starts no process: the helper, and with it the CLI
+// discovery that runs `npm root -g`, starts with the first command that
+// needs it, so a window where Claude Relay is not used pays nothing.
 import * as vscode from "vscode";
 import { registerCommands } from "./ui/commands";
 import { Controller } from "./ui/controller";
@@ -19,7 +24,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const statusBar = new RelayStatusBar(model);
   // The controller needs the helper and the helper reports to the
   // controller; the hooks close over `controller`, which is set before the
-  // helper can report anything (it starts below).
+  // helper can report anything (it starts on the first command that needs it).
   let controller: Controller | undefined;
   const helper = new Helper(context, log, {
     onEvent: (e) => controller?.onEvent(e),
@@ -46,11 +51,6 @@ export function activate(context: vscode.ExtensionContext): void {
     // (runs cancelled, forwarder drained) without waiting for it.
     helper,
   );
-
-  // Start the helper now, in the background, so the first run does not wait
-  // for it and the status bar tells early when it cannot start. A failure
-  // is logged and shown by the command that needs the helper.
-  helper.get().catch(() => undefined);
 }
 
 export function deactivate(): void {

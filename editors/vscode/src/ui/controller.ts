@@ -562,6 +562,9 @@ export class Controller implements vscode.Disposable {
 
   /** Settings that the helper reads at start changed: restart it now if nothing runs, else ask. */
   async offerRestart(what: string): Promise<void> {
+    if (!this.helper.requested) {
+      return; // not started yet: it starts with these settings when first needed
+    }
     const live = this.model.list().filter(isLive).length;
     if (live === 0) {
       await this.restartHelper();

@@ -1,6 +1,7 @@
-// The claude-relay helper of this window: started once (at activation, in
-// the background), restarted on request, its stderr in the "Claude Relay"
-// output channel.
+// The claude-relay helper of this window: started by the first command
+// that needs it (never at activation: a window that does not use Claude
+// Relay runs no helper and no CLI discovery), restarted on request, its
+// stderr in the "Claude Relay" output channel.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as vscode from "vscode";
@@ -43,6 +44,7 @@ export class Helper implements vscode.Disposable {
   private subs: vscode.Disposable[] = [];
   private env: NodeJS.ProcessEnv = process.env;
   private disposed = false;
+  private wanted = false;
 
   constructor(
     private readonly ctx: vscode.ExtensionContext,
@@ -55,8 +57,17 @@ export class Helper implements vscode.Disposable {
     if (this.disposed) {
       return Promise.reject(new Error("Claude Relay is shutting down"));
     }
+    this.wanted = true;
     this.current ??= this.start();
     return this.current;
+  }
+
+  /**
+   * Whether anything has needed the helper yet. Until then a settings change
+   * has nothing to restart: the first start reads the settings of then.
+   */
+  get requested(): boolean {
+    return this.wanted;
   }
 
   /** The client if it is up now (no start). */

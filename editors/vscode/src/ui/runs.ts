@@ -80,7 +80,14 @@ export interface Counts {
   approvals: number;
 }
 
-export type HelperState = "starting" | "ready" | "failed";
+/** The helper's state; "notStarted" until a command first needs it. */
+export type HelperState = "notStarted" | "starting" | "ready" | "failed";
+
+const QUIET_TEXT: Readonly<Record<Exclude<HelperState, "failed">, string>> = {
+  notStarted: "$(hubot) Claude Relay",
+  starting: "$(sync~spin) Claude Relay: starting",
+  ready: "$(check) Claude Relay: idle",
+};
 
 /** The status bar's text: spinning while something runs or waits. */
 export function statusBarText(c: Counts, helper: HelperState): string {
@@ -88,7 +95,7 @@ export function statusBarText(c: Counts, helper: HelperState): string {
     return "$(error) Claude Relay: helper not running";
   }
   if (c.running === 0 && c.approvals === 0) {
-    return helper === "starting" ? "$(sync~spin) Claude Relay: starting" : "$(check) Claude Relay: idle";
+    return QUIET_TEXT[helper];
   }
   const approvals = `${c.approvals} ${c.approvals === 1 ? "approval" : "approvals"}`;
   return `$(sync~spin) Claude Relay: ${c.running} running · ${approvals}`;

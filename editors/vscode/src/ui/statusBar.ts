@@ -6,7 +6,7 @@ import { statusBarText, type HelperState, type RunsModel } from "./runs";
 
 export class RelayStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem("claudeRelay.status", vscode.StatusBarAlignment.Left, 50);
-  private helper: HelperState = "starting";
+  private helper: HelperState = "notStarted";
   private readonly sub: { dispose(): void };
 
   constructor(private readonly model: RunsModel) {
@@ -28,7 +28,9 @@ export class RelayStatusBar implements vscode.Disposable {
     this.item.tooltip =
       this.helper === "failed"
         ? 'The claude-relay helper is not running: see the "Claude Relay" output. Click to show the runs.'
-        : "Claude Relay: click to show the runs";
+        : this.helper === "notStarted"
+          ? "Claude Relay: the helper starts with the first run. Click to show the runs."
+          : "Claude Relay: click to show the runs";
     this.item.backgroundColor =
       counts.approvals > 0 || this.helper === "failed" ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
   }

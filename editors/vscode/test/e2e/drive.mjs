@@ -11,13 +11,17 @@
 // failing step ends the script with exit status 1. Everything else (the page's
 // console, the browser's own errors) goes to stderr. The test checks what only
 // it can see (the backend's events, the denied file) after this script ends.
+// After a step named in holdAfter passes, the script waits for a line on
+// stdin: the test checks what it can see at that point (the processes that
+// run), then lets it go on.
 //
 // Config:
 //   url          the workbench URL (http://127.0.0.1:PORT/?folder=...)
 //   chromium     Chromium's path (Debian's /usr/bin/chromium)
 //   playwright   the playwright-core package directory
 //   shots        where screenshots go
-//   steps        which scenario parts to run, in order: "bash", "write", "terminal"
+//   steps        which scenario parts to run, in order: "idle", "bash", "write", "terminal"
+//   holdAfter    step names after which to wait for a line on stdin
 //   bash         {prompt, command, output[]}: the prompt, the whole command
 //                the approval must show, lines the run's output must show
 //   write        {prompt, path}: the prompt and the path the approval shows
@@ -26,6 +30,7 @@
 import { createRequire } from "node:module";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 
 const RUN_IN_BACKGROUND = "Claude Relay: Run Prompt in Background";
 const RUN_IN_TERMINAL = "Claude Relay: Run in Terminal";
@@ -83,6 +88,15 @@ async function shoot(page, name) {
   }
 }
 
+let stdinLines;
+
+/** Waits for the test's line on stdin (it checks something first). */
+async function hold(name) {
+  stdinLines ??= createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  log(`held after ${name}: waiting for the test`);
+  await stdinLines.next();
+}
+
 /** Runs one step: its screenshot and result line, whether it passes or not. */
 async function step(page, name, fn) {
   const began = Date.now();
@@ -94,6 +108,9 @@ async function step(page, name, fn) {
     const screenshot = await shoot(page, `${name}-failed`);
     emit({ step: name, ok: false, ms: Date.now() - began, screenshot, error: err.message });
     throw err;
+  }
+  if (config.holdAfter?.includes(name)) {
+    await hold(name);
   }
 }
 
@@ -253,6 +270,28 @@ async function runsRow(page, wants) {
   });
 }
 
+/**
+ * Opens the Runs view, which activates the extension (its status bar item
+ * shows) and lists this window's runs: none, and no helper needed. Then a
+ * command that needs no helper either (Show Pending Approvals), a round trip
+ * through the extension host. The test holds the script here to check that
+ * no helper and no CLI discovery run, and what the status bar said.
+ */
+async function scenarioIdle(page) {
+  await step(page, "idle", async () => {
+    await pickCommand(page, "Focus on Claude Relay Runs View", /Focus on Claude Relay Runs View$/);
+    const pane = page.locator(".pane").filter({ has: page.locator(".pane-header", { hasText: /Claude Relay Runs/ }) });
+    await pane.getByText("No runs yet").first().waitFor({ state: "visible", timeout: waitMs });
+    await runCommand(page, "Claude Relay: Show Pending Approvals");
+    const toast = page.locator(".notifications-toasts .notification-toast").filter({ hasText: "no approval is waiting" });
+    await toast.first().waitFor({ state: "visible", timeout: waitMs });
+    const item = page.locator(".part.statusbar .statusbar-item", { hasText: "Claude Relay" });
+    const statusBar = (await item.first().innerText()).trim();
+    await runCommand(page, "Notifications: Clear All Notifications");
+    return { statusBar };
+  });
+}
+
 async function scenarioBash(page) {
   const b = config.bash;
   await step(page, "bash-prompt", async () => {
@@ -347,13 +386,12 @@ async function main() {
       // The explorer shows the folder once the workbench has connected to
       // the server; before that, the palette may not list extension commands.
       await page.locator(".explorer-folders-view, .explorer-viewlet").first().waitFor({ state: "attached", timeout: 2 * waitMs });
-      // The extension activates on startup: its status bar item says so.
-      const item = page.locator(".part.statusbar .statusbar-item", { hasText: "Claude Relay" });
-      await item.first().waitFor({ state: "visible", timeout: waitMs });
-      return { statusBar: (await item.first().innerText()).trim() };
     });
     for (const s of config.steps) {
       switch (s) {
+        case "idle":
+          await scenarioIdle(page);
+          break;
         case "bash":
           await scenarioBash(page);
           break;

@@ -1,12 +1,14 @@
 // The package.json contributions users and the end-to-end tests rely on
-// (CONTRACT §9): exact command titles, activation at startup, settings.
+// (CONTRACT §9): exact command titles, activation on use, settings.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 
 interface Manifest {
-  activationEvents: string[];
+  activationEvents?: string[];
+  extensionKind?: string[];
+  engines: { vscode: string };
   contributes: {
     commands: { command: string; title: string; category?: string }[];
     configuration: { properties: Record<string, { type: string; default: unknown; scope?: string }> };
@@ -58,8 +60,18 @@ test("commands have the exact titles, under the Claude Relay category", () => {
   );
 });
 
-test("activated once the workbench has loaded", () => {
-  assert.deepEqual(manifest.activationEvents, ["onStartupFinished"]);
+test("activated by its commands and views only, never at startup", () => {
+  // VS Code 1.74 and later activate on contributed commands and views with
+  // no activation event declared; an older engine would need them listed.
+  const engine = /^\^?(\d+)\.(\d+)\./.exec(manifest.engines.vscode);
+  assert.ok(engine && (Number(engine[1]) > 1 || Number(engine[2]) >= 74), `engines.vscode ${manifest.engines.vscode} is older than 1.74`);
+  for (const e of manifest.activationEvents ?? []) {
+    assert.match(e, /^(onCommand|onView):claudeRelay\./, `activation event ${e} is not a use of the extension`);
+  }
+});
+
+test("runs where the workspace is (remote, WSL, containers)", () => {
+  assert.deepEqual(manifest.extensionKind, ["workspace"]);
 });
 
 test("settings: path, backend URL, permission mode, approvals on by default; no token setting", () => {

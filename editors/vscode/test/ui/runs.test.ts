@@ -142,6 +142,7 @@ test("status bar text", () => {
   assert.equal(statusBarText({ running: 2, approvals: 1 }, "ready"), "$(sync~spin) Claude Relay: 2 running · 1 approval");
   assert.equal(statusBarText({ running: 1, approvals: 0 }, "ready"), "$(sync~spin) Claude Relay: 1 running · 0 approvals");
   assert.equal(statusBarText({ running: 0, approvals: 0 }, "starting"), "$(sync~spin) Claude Relay: starting");
+  assert.equal(statusBarText({ running: 0, approvals: 0 }, "notStarted"), "$(hubot) Claude Relay");
   assert.equal(statusBarText({ running: 0, approvals: 0 }, "failed"), "$(error) Claude Relay: helper not running");
 });
 

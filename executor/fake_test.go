@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
 // recorder is an Observer that keeps every event.
@@ -139,6 +141,23 @@ func TestStartingMode(t *testing.T) {
 				t.Errorf("mode lines before the prompt %q, want %s", set, cmp.Or(c.set, "none"))
 			}
 		})
+	}
+}
+
+// A run logs no warning of its own making: the modes question's refusal is
+// expected, and answers are reported by whoever asked.
+func TestQuietStart(t *testing.T) {
+	path, env := fakecli.Command(fakecli.ModeNormal)
+	var logs syncbuf.Buffer
+	e := New(Options{CLIPath: path, BaseEnv: append(os.Environ(), env...), StartupTimeout: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	for _, mode := range []streamjson.PermissionMode{"", "plan"} {
+		if res, err := e.Run(context.Background(), Request{Prompt: "hello", PermissionMode: mode}, &recorder{}, nil); err != nil || res.Status != StatusCompleted {
+			t.Fatalf("mode %q: %+v, %v", mode, res, err)
+		}
+	}
+	if logs.String() != "" {
+		t.Errorf("warnings from a normal run:\n%s", logs.String())
 	}
 }
 

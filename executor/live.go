@@ -402,6 +402,17 @@ func (r *run) liveResult(res *Result) (*Result, error) {
 	return res, nil
 }
 
+// setStartMode asks the CLI for the mode the run starts in; a refusal is
+// logged (the run goes on in the CLI's own mode, which it reports).
+func (r *run) setStartMode(mode streamjson.PermissionMode) error {
+	_, err := r.peer.call(streamjson.SetPermissionModeRequest{Mode: mode}, func(resp *streamjson.ControlResponse, err error) {
+		if err == nil && resp.Subtype == streamjson.ResponseError {
+			r.e.log.Warn("the Claude CLI refused the permission mode", "run_id", r.req.RunID, "mode", mode, "error", resp.Error)
+		}
+	})
+	return err
+}
+
 // infoParts joins the CLI's answers to initialize (its commands, models,
 // account and so on: CONTRACT §7 session_info) and to ModesQuestion into
 // one EventSessionInfo, sent when both are in. Both answers come on the
@@ -448,10 +459,7 @@ func (p *infoParts) configuredMode(info json.RawMessage) {
 		p.r.e.log.Warn("the Claude CLI's settings start it in bypassPermissions; starting in default instead (name the permission mode to run unasked)",
 			"run_id", p.r.req.RunID)
 		p.mode = streamjson.PermissionModeDefault
-		p.r.w.add(writeOp{write: func() error {
-			_, _, err := p.r.peer.send(streamjson.SetPermissionModeRequest{Mode: p.mode})
-			return err
-		}})
+		p.r.w.add(writeOp{write: func() error { return p.r.setStartMode(p.mode) }})
 	}
 	if p.held != nil {
 		first := p.held

@@ -227,8 +227,7 @@ func (r *run) begin() {
 	}
 	if mode != "" {
 		steps = append(steps, func() error {
-			_, _, err := r.peer.send(streamjson.SetPermissionModeRequest{Mode: mode})
-			return err
+			return r.setStartMode(mode)
 		})
 		if first != nil {
 			steps = append(steps, func() error { return r.peer.writeLine(first) })
@@ -500,10 +499,11 @@ func (r *run) handle(msg streamjson.Message) {
 	case msg.ControlRequest != nil:
 		r.serve(msg.ControlRequest)
 	case msg.ControlResponse != nil:
-		if msg.ControlResponse.Subtype == streamjson.ResponseError {
-			r.e.log.Warn("the CLI refused a control request", "run_id", r.req.RunID, "error", msg.ControlResponse.Error)
+		// Whoever asked reports a refusal in its own words (the modes
+		// question expects one); an answer nobody waits for is noise.
+		if !r.peer.resolve(msg.ControlResponse) {
+			r.e.log.Debug("a control response nobody waits for", "run_id", r.req.RunID, "id", msg.ControlResponse.RequestID)
 		}
-		r.peer.resolve(msg.ControlResponse)
 	case msg.ControlCancelRequest != nil:
 		r.cancelApprovalByID(msg.ControlCancelRequest.RequestID)
 	case msg.System != nil:

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/claude-relay/claude-relay/executor"
+	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
@@ -75,5 +78,22 @@ func TestACPModesFromCLI(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cwd, "ran.txt")); err == nil {
 		t.Error("the Bash ran in dontAsk mode with no rule allowing it")
+	}
+}
+
+// Credentials missing is the executor's typed cause, not words found in its
+// advice: a reason that merely mentions /login is another failure.
+func TestNotLoggedInIsTyped(t *testing.T) {
+	for _, c := range []struct {
+		end  relay.End
+		want bool
+	}{
+		{relay.End{Status: executor.StatusFailed, Cause: fmt.Errorf("turn 2: %w", executor.ErrNotLoggedIn)}, true},
+		{relay.End{Status: executor.StatusFailed, Reason: "the model said: please run /login"}, false},
+		{relay.End{Status: executor.StatusCompleted, Cause: executor.ErrNotLoggedIn}, false},
+	} {
+		if got := notLoggedIn(&c.end); got != c.want {
+			t.Errorf("notLoggedIn(%+v) = %v, want %v", c.end, got, c.want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -126,19 +125,6 @@ func describe(status int, ctype, location string, body []byte) string {
 		return fmt.Sprintf("%s (%s: %q)", out, ctype, snip)
 	}
 	return fmt.Sprintf("%s (%s, empty body)", out, ctype)
-}
-
-// snippet is body's first n bytes on one line, whole UTF-8 characters.
-func snippet(body []byte, n int) string {
-	s := strings.Join(strings.Fields(string(body)), " ")
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }
 
 // cleanURL drops a URL's user information and query, where secrets hide.

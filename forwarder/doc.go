@@ -29,7 +29,7 @@
 // Options.PoisonAfter times in a row (20) while the backend is seen
 // storing another session's events in between, is dead-lettered so that
 // its session goes on. A backend down for everyone stores nothing, so an
-// outage dead-letters nothing (deliver.go).
+// outage dead-letters nothing (retry.go).
 //
 // Each session spool records the backend its events were spooled for
 // (destination.go): a base URL, or "local:<data dir>" for a data dir's own

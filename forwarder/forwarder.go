@@ -54,7 +54,7 @@ type Options struct {
 	// PoisonAfter bounds how long one event may block its session: an
 	// event refused with a 5xx other than 503 this many times in a row is
 	// dead-lettered once the backend is seen storing other events
-	// meanwhile (deliver.go says how); 0 means 20, negative never.
+	// meanwhile (retry.go says how); 0 means 20, negative never.
 	PoisonAfter int
 }
 
@@ -99,11 +99,11 @@ type Forwarder struct {
 	log    *slog.Logger
 	client *client
 
-	pol   destPolicy
-	epoch time.Time // storedAt is measured from here, on the monotonic clock
+	policy destPolicy
+	epoch  time.Time // storedAt is measured from here, on the monotonic clock
 	// storedAt is when (since epoch) the backend last answered "stored":
 	// the evidence that it stores events which an event it refuses again
-	// and again needs before it is called poison (deliver.go).
+	// and again needs before it is called poison (retry.go).
 	storedAt atomic.Int64
 
 	mu        sync.Mutex
@@ -118,14 +118,14 @@ type Forwarder struct {
 
 	// The error handler has its own lock, never held while calling out:
 	// report runs on delivery goroutines and must not wait on f.mu.
-	emu     sync.Mutex
-	onError func(Error)
-	held    []Error // reported before Start, handed over by Start
-	handed  bool    // Start has handed held errors over: report calls onError directly
+	handlerMu sync.Mutex
+	onError   func(Error)
+	held      []Error // reported before Start, handed over by Start
+	handed    bool    // Start has handed held errors over: report calls onError directly
 
-	bytes                                     atomic.Int64
-	pending, inFlight, delivered, retried, dl atomic.Int64
-	lastErr                                   atomic.Pointer[string]
+	bytes                                               atomic.Int64
+	pending, inFlight, delivered, retried, deadLettered atomic.Int64
+	lastErr                                             atomic.Pointer[string]
 
 	ctx     context.Context // workers; cancelled when Stop gives up
 	cancel  context.CancelFunc
@@ -147,7 +147,7 @@ func Open(opts Options) (*Forwarder, error) {
 		return nil, fmt.Errorf("spool directory %s: %w", opts.Dir, err)
 	}
 	f := &Forwarder{opts: opts, log: opts.Logger, sessions: map[string]*sessionSpool{}, drain: make(chan struct{}),
-		onError: opts.OnError, pol: destPolicy{dest: opts.Destination, move: opts.Move}, epoch: time.Now(),
+		onError: opts.OnError, policy: destPolicy{dest: opts.Destination, move: opts.Move}, epoch: time.Now(),
 		elsewhere: map[string]int{}, moved: map[string]int{}}
 	f.storedAt.Store(-1)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
@@ -164,9 +164,9 @@ func Open(opts Options) (*Forwarder, error) {
 // Options.OnError. Set it before Start to hear what Open found; it may be
 // called at any time.
 func (f *Forwarder) OnError(fn func(Error)) {
-	f.emu.Lock()
+	f.handlerMu.Lock()
 	f.onError = fn
-	f.emu.Unlock()
+	f.handlerMu.Unlock()
 }
 
 // Start hands the problems Open found to the error handler, then starts
@@ -203,15 +203,15 @@ func (f *Forwarder) begin() {
 // is empty, so none overtakes an older one.
 func (f *Forwarder) handOver() {
 	for {
-		f.emu.Lock()
+		f.handlerMu.Lock()
 		held, fn := f.held, f.onError
 		f.held = nil
 		if len(held) == 0 {
 			f.handed = true
-			f.emu.Unlock()
+			f.handlerMu.Unlock()
 			return
 		}
-		f.emu.Unlock()
+		f.handlerMu.Unlock()
 		if fn != nil {
 			for _, e := range held {
 				fn(e)
@@ -272,7 +272,7 @@ func (f *Forwarder) adopt() error {
 		if err != nil {
 			continue
 		}
-		s, err := openSessionDir(root, e.Name(), string(id), f.pol, true)
+		s, err := openSessionDir(root, e.Name(), string(id), f.policy, true)
 		var other *OtherBackendError
 		if errors.Is(err, ErrSessionLocked) || errors.Is(err, errIdle) {
 			continue
@@ -289,7 +289,7 @@ func (f *Forwarder) adopt() error {
 		}
 		if s.movedFrom != "" {
 			f.moved[s.movedFrom]++
-			f.log.Info("took over a session spool for this backend", "session_id", s.id, "from", s.movedFrom, "to", f.pol.dest)
+			f.log.Info("took over a session spool for this backend", "session_id", s.id, "from", s.movedFrom, "to", f.policy.dest)
 		}
 		f.reportRecovered(s)
 		f.mu.Lock()
@@ -298,7 +298,7 @@ func (f *Forwarder) adopt() error {
 	}
 	for dest, n := range f.elsewhere {
 		f.log.Warn("the spool holds events for another backend; they stay there (`claude-relay spool status` says how to deliver or move them)",
-			"backend", dest, "sessions", n, "this_backend", f.pol.dest)
+			"backend", dest, "sessions", n, "this_backend", f.policy.dest)
 	}
 	return nil
 }
@@ -315,7 +315,7 @@ func (f *Forwarder) Moved() map[string]int { return maps.Clone(f.moved) }
 // lock: report calls out to the handler.
 func (f *Forwarder) reportRecovered(s *sessionSpool) {
 	if s.corrupt > 0 {
-		f.report(s, Error{Code: CodeCorruptSpool, SessionID: s.id, Message: s.lastCorrup.Error()})
+		f.report(s, Error{Code: CodeCorruptSpool, SessionID: s.id, Message: s.lastCorruption.Error()})
 	}
 }
 
@@ -361,7 +361,7 @@ func (f *Forwarder) session(id string) (*sessionSpool, error) {
 		return s, nil
 	}
 	f.mu.Unlock()
-	s, err := openSessionAny(filepath.Join(f.opts.Dir, "sessions"), id, f.pol)
+	s, err := openSessionAny(filepath.Join(f.opts.Dir, "sessions"), id, f.policy)
 	if err != nil {
 		return nil, err
 	}
@@ -492,7 +492,7 @@ func (f *Forwarder) Stats() Stats {
 	f.mu.Unlock()
 	// Pending goes negative when a restart delivers an older backlog.
 	st := Stats{Pending: max(f.pending.Load(), 0), InFlight: f.inFlight.Load(), Delivered: f.delivered.Load(),
-		Retried: f.retried.Load(), DeadLettered: f.dl.Load(), SpoolBytes: f.bytes.Load(), Sessions: n}
+		Retried: f.retried.Load(), DeadLettered: f.deadLettered.Load(), SpoolBytes: f.bytes.Load(), Sessions: n}
 	if p := f.lastErr.Load(); p != nil {
 		st.LastError = *p
 	}
@@ -509,17 +509,17 @@ func (f *Forwarder) report(s *sessionSpool, e Error) {
 	f.setLastError(e.Message)
 	if s != nil {
 		noteError(s.dir, string(e.Code)+": "+e.Message)
-		s.erred.Store(true)
+		s.lastErrorWritten.Store(true)
 	}
 	f.log.Warn("forwarder", "code", string(e.Code), "session_id", e.SessionID, "status", e.Status, "msg", e.Message)
-	f.emu.Lock()
+	f.handlerMu.Lock()
 	if !f.handed {
 		f.held = append(f.held, e)
-		f.emu.Unlock()
+		f.handlerMu.Unlock()
 		return
 	}
 	fn := f.onError
-	f.emu.Unlock()
+	f.handlerMu.Unlock()
 	if fn != nil {
 		fn(e)
 	}

@@ -216,7 +216,7 @@ func (f *Forwarder) requeueFile(path string) (int, error) {
 		if json.Unmarshal(sc.Bytes(), &d) != nil || json.Unmarshal(d.Envelope, &env) != nil || env.SessionID == "" {
 			continue
 		}
-		if d.Backend != "" && d.Backend != f.pol.dest && (f.pol.move == nil || !f.pol.move(d.Backend)) {
+		if d.Backend != "" && d.Backend != f.policy.dest && (f.policy.move == nil || !f.policy.move(d.Backend)) {
 			kept = append(kept, bytes.Clone(sc.Bytes()))
 			continue
 		}

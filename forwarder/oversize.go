@@ -168,7 +168,7 @@ func (f *Forwarder) settleOversize(s *sessionSpool, r record, info OversizeInfo,
 		f.pending.Add(-1)
 		what += fmt.Sprintf("; the backend refused its stand-in too (HTTP %d: %s)", status, truncate(resp, 200))
 	}
-	f.dl.Add(1)
+	f.deadLettered.Add(1)
 	f.report(s, Error{Code: CodeDeadLetter, SessionID: s.id, Status: http.StatusRequestEntityTooLarge, Message: what})
 }
 

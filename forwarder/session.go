@@ -62,13 +62,13 @@ type sessionSpool struct {
 	ack     pos
 	ackFile *os.File
 
-	erred      atomic.Bool            // a last_error file was written; cleared on the next delivery
-	lastNote   atomic.Pointer[string] // the last transient error written
-	bytes      int64                  // unacknowledged bytes
-	corrupt    int                    // corrupt stretches seen
-	lastCorrup error
-	wake       chan struct{} // poked on append
-	movedFrom  string        // the destination it was taken over from (spool flush --to), if any
+	lastErrorWritten atomic.Bool            // a last_error file was written; cleared on the next delivery
+	lastNote         atomic.Pointer[string] // the last transient error written
+	bytes            int64                  // unacknowledged bytes
+	corrupt          int                    // corrupt stretches seen
+	lastCorruption   error                  // the latest of them, for reportRecovered
+	wake             chan struct{}          // poked on append
+	movedFrom        string                 // the destination it was taken over from (spool flush --to), if any
 
 	notBackend atomic.Bool // a foreign answer was reported; cleared on the next delivery
 }
@@ -100,7 +100,7 @@ const maxSiblings = 32
 // and an extension helper may write one session at once), or when the
 // first waits for another backend. seq is counted per interaction, and an
 // interaction never spans processes, so numbering holds.
-func openSessionAny(root, id string, pol destPolicy) (*sessionSpool, error) {
+func openSessionAny(root, id string, policy destPolicy) (*sessionSpool, error) {
 	base := escapeID(id)
 	var err error
 	for i := range maxSiblings {
@@ -109,7 +109,7 @@ func openSessionAny(root, id string, pol destPolicy) (*sessionSpool, error) {
 			name = fmt.Sprintf("%s~%d", base, i)
 		}
 		var s *sessionSpool
-		if s, err = openSessionDir(root, name, id, pol, false); !errors.Is(err, ErrSessionLocked) && !errors.Is(err, ErrOtherBackend) {
+		if s, err = openSessionDir(root, name, id, policy, false); !errors.Is(err, ErrSessionLocked) && !errors.Is(err, ErrOtherBackend) {
 			return s, err
 		}
 	}
@@ -119,11 +119,11 @@ func openSessionAny(root, id string, pol destPolicy) (*sessionSpool, error) {
 
 // openSessionDir opens (creating if needed) and recovers a session spool,
 // taking its lock. It reads the seq snapshot and the current segment only.
-// A spool whose events wait for another backend than pol's is left alone
-// (OtherBackendError) unless pol moves it, or nothing in it waits and it is
+// A spool whose events wait for another backend than policy's is left alone
+// (OtherBackendError) unless policy moves it, or nothing in it waits and it is
 // opened to write (not adopting: adopt leaves such a spool be, errIdle);
-// either way it is then recorded for pol's backend.
-func openSessionDir(root, name, id string, pol destPolicy, adopting bool) (*sessionSpool, error) {
+// either way it is then recorded for policy's backend.
+func openSessionDir(root, name, id string, policy destPolicy, adopting bool) (*sessionSpool, error) {
 	dir := filepath.Join(root, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool directory: %w", err)
@@ -141,10 +141,10 @@ func openSessionDir(root, name, id string, pol destPolicy, adopting bool) (*sess
 	}
 	// Under the lock: no other process delivers or moves it meanwhile.
 	rec, moved := readDest(dir), ""
-	if rec != "" && rec != pol.dest {
+	if rec != "" && rec != policy.dest {
 		waiting := unackedBytes(dir) > 0
 		switch {
-		case waiting && pol.move != nil && pol.move(rec):
+		case waiting && policy.move != nil && policy.move(rec):
 			moved = rec
 		case waiting:
 			lock.Close()
@@ -159,8 +159,8 @@ func openSessionDir(root, name, id string, pol destPolicy, adopting bool) (*sess
 		s.close()
 		return nil, err
 	}
-	if rec != pol.dest {
-		if err := writeDest(dir, pol.dest); err != nil {
+	if rec != policy.dest {
+		if err := writeDest(dir, policy.dest); err != nil {
 			s.close()
 			return nil, err
 		}
@@ -173,7 +173,7 @@ func (s *sessionSpool) recover() error {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(s.dir, lastErrorFile)); err == nil {
-		s.erred.Store(true) // an earlier process's error: cleared by our first delivery
+		s.lastErrorWritten.Store(true) // an earlier process's error: cleared by our first delivery
 	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -261,7 +261,7 @@ func (s *sessionSpool) scanForSeqs(n int64) (size int64, clean bool, err error) 
 	}
 	if r.corrupt > 0 {
 		s.corrupt += r.corrupt
-		s.lastCorrup = fmt.Errorf("session %s segment %d: %w", s.id, n, r.lastErr)
+		s.lastCorruption = fmt.Errorf("session %s segment %d: %w", s.id, n, r.lastErr)
 	}
 	return fi.Size(), r.corrupt == 0, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/peer"
+	"github.com/claude-relay/claude-relay/internal/push"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 	relaywire "github.com/claude-relay/claude-relay/internal/wire"
@@ -77,14 +78,14 @@ func (f *fakePeer) set(p peer.Process, err error) {
 // fakePusher records pushes.
 type fakePusher struct {
 	mu     sync.Mutex
-	msgs   []pushMessage
-	sent   chan pushMessage
+	msgs   []push.Message
+	sent   chan push.Message
 	closed int
 }
 
-func newFakePusher() *fakePusher { return &fakePusher{sent: make(chan pushMessage, 100)} }
+func newFakePusher() *fakePusher { return &fakePusher{sent: make(chan push.Message, 100)} }
 
-func (p *fakePusher) Send(_ context.Context, m pushMessage) {
+func (p *fakePusher) Send(_ context.Context, m push.Message) {
 	p.mu.Lock()
 	p.msgs = append(p.msgs, m)
 	p.mu.Unlock()
@@ -104,7 +105,7 @@ func (p *fakePusher) count() int {
 	return len(p.msgs)
 }
 
-func (p *fakePusher) next(t *testing.T) pushMessage {
+func (p *fakePusher) next(t *testing.T) push.Message {
 	t.Helper()
 	select {
 	case m := <-p.sent:
@@ -112,7 +113,7 @@ func (p *fakePusher) next(t *testing.T) pushMessage {
 	case <-time.After(wait):
 		t.Fatalf("no push within %v", wait)
 	}
-	return pushMessage{}
+	return push.Message{}
 }
 
 // approvalEnv is a server over a fakeStore with the scoped tokens, a fake
@@ -935,7 +936,7 @@ func eventually(t *testing.T, cond func() bool) {
 	}
 }
 
-// TestPusherClosedOnShutdown: Shutdown closes the notifier after the push
+// TestPusherClosedOnShutdown: Shutdown closes the push client after the push
 // loop stopped.
 func TestPusherClosedOnShutdown(t *testing.T) {
 	e := newApprovalEnv(t)
@@ -971,7 +972,7 @@ func TestFirstMatchingTokenWins(t *testing.T) {
 }
 
 // TestNotifyURLReceivesOnePostPerApproval: with NotifyURL set (the real
-// notifier), a receiver on loopback gets exactly one POST per pending
+// push.Client), a receiver on loopback gets exactly one POST per pending
 // approval, duplicates of its request included, naming the tool and
 // linking to the approval, without the tool's input.
 func TestNotifyURLReceivesOnePostPerApproval(t *testing.T) {
@@ -1010,7 +1011,7 @@ func TestNotifyURLReceivesOnePostPerApproval(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if err := e.srv.Shutdown(ctx); err != nil { // waits for the notifier
+	if err := e.srv.Shutdown(ctx); err != nil { // waits for the push client
 		t.Fatal(err)
 	}
 	if n := len(posts); n != 0 {

@@ -40,8 +40,9 @@
 // them. A decision sent over a loopback connection by a process that a
 // claude-relay run started is refused (selfapproval.go). A new pending
 // approval is pushed to serve.notify_url once across replicas
-// (push.go, Store.ClaimNotify): the tool and the project, the command only
-// with serve.notify_include_input, and then redacted (package redact).
+// (push.go, Store.ClaimNotify; package push posts it): the tool and the
+// project, the command only with serve.notify_include_input, and then
+// redacted (package redact).
 //
 // Wiring, as `claude-relay serve` and the embedded default backend do it:
 //

@@ -7,16 +7,19 @@ import (
 	"path"
 	"strings"
 
+	"github.com/claude-relay/claude-relay/internal/push"
 	"github.com/claude-relay/claude-relay/internal/redact"
 	"github.com/claude-relay/claude-relay/internal/store"
 	relaywire "github.com/claude-relay/claude-relay/internal/wire"
 )
 
-// pusher sends pushes (notify.go's notifier); tests put a fake in.
+// pusher sends pushes (a *push.Client); tests put a fake in.
 type pusher interface {
-	Send(ctx context.Context, m pushMessage)
+	Send(ctx context.Context, m push.Message)
 	Close(ctx context.Context) error
 }
+
+var _ pusher = (*push.Client)(nil)
 
 // pushQueue bounds the approvals waiting for pushLoop. Ingestion never
 // waits for a push: past this, pushes are dropped and logged.
@@ -107,8 +110,8 @@ func (s *Server) pushOne(ctx context.Context, id string) {
 // environment assignment, mysql -pPASSWORD), and a push goes to a third
 // party. With serve.notify_include_input the approval's short title (the
 // command, the file) comes first, on one line, redacted (shortTitle).
-func (s *Server) pushFor(a store.Approval, project string) pushMessage {
-	var m pushMessage
+func (s *Server) pushFor(a store.Approval, project string) push.Message {
+	var m push.Message
 	var what string
 	switch relaywire.Kind(a.Kind) {
 	case relaywire.ApprovalQuestion:
@@ -151,5 +154,5 @@ func (s *Server) shortTitle(title string) string {
 	for _, t := range s.tokens() {
 		known = append(known, t.Reveal())
 	}
-	return clipRunes(redact.Text(title, known), maxPushTitle)
+	return push.ClipRunes(redact.Text(title, known), maxPushTitle)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/dashboard"
 	"github.com/claude-relay/claude-relay/internal/peer"
+	"github.com/claude-relay/claude-relay/internal/push"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
@@ -72,7 +73,7 @@ type Options struct {
 	StateDir string
 	// now replaces time.Now for login cookies and throttling (tests).
 	now func() time.Time
-	// pusher replaces the notifier of NotifyURL (tests).
+	// pusher replaces the push.Client of NotifyURL (tests).
 	pusher pusher
 	// recheck replaces defaultRecheck (tests).
 	recheck time.Duration
@@ -199,7 +200,7 @@ func New(opts Options) *Server {
 	case opts.pusher != nil:
 		s.startPushes(opts.pusher)
 	case opts.NotifyURL != "":
-		s.startPushes(newNotifier(opts.NotifyURL, s.log))
+		s.startPushes(push.New(opts.NotifyURL, s.log))
 	}
 	return s
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,13 +15,6 @@ import (
 // The fake CLIs are shell scripts rather than a re-exec'd test binary
 // because discovery only ever runs `claude --version`, and each fake needs
 // its own version baked into a file named claude.
-
-func skipWithoutSh(t *testing.T) {
-	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("fake installs are shell scripts")
-	}
-}
 
 // writeScript writes an executable (or, with mode, not) script at root/rel.
 func writeScript(t *testing.T, root, rel, body string, mode os.FileMode) string {
@@ -81,7 +73,6 @@ func npmRootAt(dir string) func(context.Context) (string, error) {
 func pathList(dirs ...string) string { return strings.Join(dirs, string(os.PathListSeparator)) }
 
 func TestFind(t *testing.T) {
-	skipWithoutSh(t)
 	const pkg = "npm/@anthropic-ai/claude-code"
 	tests := []struct {
 		name           string
@@ -320,7 +311,6 @@ func TestFind(t *testing.T) {
 }
 
 func TestFindConfiguredBroken(t *testing.T) {
-	skipWithoutSh(t)
 	tests := []struct {
 		name    string
 		setup   func(t *testing.T, root string) string // returns the configured path
@@ -373,7 +363,6 @@ func TestFindConfiguredBroken(t *testing.T) {
 }
 
 func TestFindNotFound(t *testing.T) {
-	skipWithoutSh(t)
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
 	opts := Options{
@@ -429,7 +418,6 @@ func TestFindNotFoundNothingSet(t *testing.T) {
 }
 
 func TestCacheDir(t *testing.T) {
-	skipWithoutSh(t) // the table uses Unix absolute paths
 	tests := []struct{ home, xdg, want string }{
 		{"/home/u", "", "/home/u/.cache/claude-relay"},
 		{"/home/u", "/xdg/cache", "/xdg/cache/claude-relay"},
@@ -448,7 +436,6 @@ func TestCacheDir(t *testing.T) {
 // TestFindDefaultNpmRoot exercises the built-in `npm root -g` runner with a
 // fake npm on PATH.
 func TestFindDefaultNpmRoot(t *testing.T) {
-	skipWithoutSh(t)
 	tests := []struct {
 		name    string
 		npm     string // script body; %s is the npm root
@@ -490,7 +477,6 @@ func TestFindDefaultNpmRoot(t *testing.T) {
 }
 
 func TestFindCanceled(t *testing.T) {
-	skipWithoutSh(t)
 	root := t.TempDir()
 	fakeCLI(t, root, "bin/claude", "1.0.0")
 	opts := testOptions(root)
@@ -505,7 +491,6 @@ func TestFindCanceled(t *testing.T) {
 // TestFindHangReturnsPromptly checks the kill actually happens: without it a
 // hung probe would hold Find for the full sleep.
 func TestFindHangReturnsPromptly(t *testing.T) {
-	skipWithoutSh(t)
 	root := t.TempDir()
 	// The grandchild sleep inherits stdout: only a group kill or WaitDelay
 	// stops it from blocking Wait.

@@ -27,7 +27,8 @@
 // was found. Zombies count as dead: pid 1 on our machines does not reap
 // orphans, so a killed orphan stays a zombie forever.
 //
-// Linux has the full behaviour (it reads /proc). Other Unix systems can signal
-// known pids and groups but cannot discover descendants or marked processes;
-// Windows can only kill known pids.
+// Linux has the full behaviour (it reads /proc). Other Unix systems (macOS,
+// the BSDs) can signal known pids and groups but cannot discover descendants
+// or marked processes. claude-relay builds on Unix only, so there is nothing
+// here for other systems.
 package proc

@@ -1,4 +1,4 @@
-package backend
+package push
 
 import (
 	"context"
@@ -16,22 +16,27 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.uber.org/goleak"
+
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
-// notifyPatience bounds every wait in these tests; it is a safety net, not
-// a timing assertion.
-const notifyPatience = 20 * time.Second
+// TestMain fails the package when a Client's worker outlives its test.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// pushReceiver is an ntfy stand-in that records every POST and answers
+// patience bounds every wait in these tests; it is a safety net, not
+// a timing assertion.
+const patience = 20 * time.Second
+
+// receiver is an ntfy stand-in that records every POST and answers
 // with the next scripted status (200 once the script runs out).
-type pushReceiver struct {
+type receiver struct {
 	t  *testing.T
 	ts *httptest.Server
 
 	mu       sync.Mutex
-	got      []receivedPush
+	got      []receivedPost
 	statuses []int
 	headers  []http.Header // extra response headers, per scripted status
 
@@ -42,28 +47,28 @@ type pushReceiver struct {
 	arrived chan struct{}
 }
 
-type receivedPush struct {
+type receivedPost struct {
 	header http.Header
 	body   string
 	user   string
 	pass   string
 }
 
-func newPushReceiver(t *testing.T, statuses ...int) *pushReceiver {
-	r := &pushReceiver{t: t, statuses: statuses, arrived: make(chan struct{}, 64)}
+func newReceiver(t *testing.T, statuses ...int) *receiver {
+	r := &receiver{t: t, statuses: statuses, arrived: make(chan struct{}, 64)}
 	r.ts = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.ts.Close)
 	return r
 }
 
-func (r *pushReceiver) serve(w http.ResponseWriter, req *http.Request) {
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	user, pass, _ := req.BasicAuth()
 	if req.Method != http.MethodPost {
 		r.t.Errorf("method %s, want POST", req.Method)
 	}
 	r.mu.Lock()
-	r.got = append(r.got, receivedPush{header: req.Header.Clone(), body: string(body), user: user, pass: pass})
+	r.got = append(r.got, receivedPost{header: req.Header.Clone(), body: string(body), user: user, pass: pass})
 	status, extra := http.StatusOK, http.Header(nil)
 	if len(r.statuses) > 0 {
 		status, r.statuses = r.statuses[0], r.statuses[1:]
@@ -88,53 +93,53 @@ func (r *pushReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	_, _ = io.WriteString(w, `{"id":"x"}`)
 }
 
-func (r *pushReceiver) pushes() []receivedPush {
+func (r *receiver) pushes() []receivedPost {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]receivedPush(nil), r.got...)
+	return append([]receivedPost(nil), r.got...)
 }
 
-// fastNotify is notifyOptions with millisecond backoff, so retries take no
+// fastOptions are options with millisecond backoff, so retries take no
 // time worth mentioning.
-func fastNotify() notifyOptions {
-	return notifyOptions{minBackoff: time.Millisecond, maxBackoff: 2 * time.Millisecond, maxRetryAfter: 2 * time.Millisecond}
+func fastOptions() options {
+	return options{minBackoff: time.Millisecond, maxBackoff: 2 * time.Millisecond, maxRetryAfter: 2 * time.Millisecond}
 }
 
-// testNotifier starts a notifier whose log goes to the returned buffer and
+// testClient starts a Client whose log goes to the returned buffer and
 // closes it when the test ends (in case the test did not).
-func testNotifier(t *testing.T, url string, o notifyOptions) (*notifier, *syncbuf.Buffer) {
+func testClient(t *testing.T, url string, o options) (*Client, *syncbuf.Buffer) {
 	t.Helper()
 	logs := &syncbuf.Buffer{}
-	n := newNotifierWith(url, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), o)
+	c := newWith(url, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), o)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), notifyPatience)
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		_ = n.Close(ctx)
+		_ = c.Close(ctx)
 	})
-	return n, logs
+	return c, logs
 }
 
-func closeNotifier(t *testing.T, n *notifier) {
+func closeClient(t *testing.T, c *Client) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), notifyPatience)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := n.Close(ctx); err != nil {
+	if err := c.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 }
 
-func TestNotifierOnePostPerSend(t *testing.T) {
-	r := newPushReceiver(t)
-	n, _ := testNotifier(t, r.ts.URL+"/claude-approvals", fastNotify())
-	msgs := []pushMessage{
+func TestClientOnePostPerSend(t *testing.T) {
+	r := newReceiver(t)
+	c, _ := testClient(t, r.ts.URL+"/claude-approvals", fastOptions())
+	msgs := []Message{
 		{Title: "Approve Bash", Body: "npm test in ~/src/app", ClickURL: "https://relay.example/approvals/a1"},
 		{Title: "Approve Edit", Body: "main.go", ClickURL: "https://relay.example/approvals/a2"},
 		{Title: "Question", Body: "Which database?"},
 	}
 	for _, m := range msgs {
-		n.Send(t.Context(), m)
+		c.Send(t.Context(), m)
 	}
-	closeNotifier(t, n) // waits for the queue to drain
+	closeClient(t, c) // waits for the queue to drain
 
 	got := r.pushes()
 	if len(got) != len(msgs) {
@@ -155,12 +160,12 @@ func TestNotifierOnePostPerSend(t *testing.T) {
 			t.Errorf("push %d headers %v: want Tags lock, X-Priority high, text/plain", i, h)
 		}
 	}
-	if s := n.sent.Load(); s != int64(len(msgs)) {
+	if s := c.sent.Load(); s != int64(len(msgs)) {
 		t.Errorf("sent = %d, want %d", s, len(msgs))
 	}
 }
 
-func TestNotifierRetries(t *testing.T) {
+func TestClientRetries(t *testing.T) {
 	tests := []struct {
 		name      string
 		statuses  []int
@@ -177,20 +182,20 @@ func TestNotifierRetries(t *testing.T) {
 		{name: "501 is not retried", statuses: []int{501}, wantPosts: 1},
 		{name: "a redirect is not followed", statuses: []int{301},
 			headers: []http.Header{{"Location": {"/moved"}}}, wantPosts: 1},
-		{name: "500 until the attempts run out", statuses: []int{500, 500, 500, 500, 500, 500, 500}, wantPosts: defaultNotifyAttempts},
+		{name: "500 until the attempts run out", statuses: []int{500, 500, 500, 500, 500, 500, 500}, wantPosts: defaultAttempts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newPushReceiver(t, tc.statuses...)
+			r := newReceiver(t, tc.statuses...)
 			r.headers = tc.headers
-			n, logs := testNotifier(t, r.ts.URL+"/topic", fastNotify())
-			n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
-			closeNotifier(t, n)
+			c, logs := testClient(t, r.ts.URL+"/topic", fastOptions())
+			c.Send(t.Context(), Message{Title: "Approve Bash", Body: "ls"})
+			closeClient(t, c)
 			if got := len(r.pushes()); got != tc.wantPosts {
 				t.Fatalf("receiver got %d POSTs, want %d", got, tc.wantPosts)
 			}
-			if n.sent.Load() != tc.wantSent || n.failed.Load() != 1-tc.wantSent {
-				t.Fatalf("sent %d failed %d, want sent %d", n.sent.Load(), n.failed.Load(), tc.wantSent)
+			if c.sent.Load() != tc.wantSent || c.failed.Load() != 1-tc.wantSent {
+				t.Fatalf("sent %d failed %d, want sent %d", c.sent.Load(), c.failed.Load(), tc.wantSent)
 			}
 			if tc.wantSent == 0 {
 				want := "giving up"
@@ -224,43 +229,43 @@ func (f *failingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return f.next.RoundTrip(req)
 }
 
-func TestNotifierRetriesNetworkErrors(t *testing.T) {
-	r := newPushReceiver(t)
+func TestClientRetriesNetworkErrors(t *testing.T) {
+	r := newReceiver(t)
 	tr := &failingTransport{next: http.DefaultTransport}
 	tr.n.Store(2)
-	o := fastNotify()
+	o := fastOptions()
 	o.transport = tr
-	n, _ := testNotifier(t, r.ts.URL+"/topic", o)
-	n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
-	closeNotifier(t, n)
+	c, _ := testClient(t, r.ts.URL+"/topic", o)
+	c.Send(t.Context(), Message{Title: "Approve Bash", Body: "ls"})
+	closeClient(t, c)
 	if tries, posts := tr.tries.Load(), len(r.pushes()); tries != 3 || posts != 1 {
 		t.Fatalf("%d tries and %d POSTs received, want 3 tries (2 refused) and 1 POST", tries, posts)
 	}
-	if n.sent.Load() != 1 {
-		t.Fatalf("sent = %d, want 1", n.sent.Load())
+	if c.sent.Load() != 1 {
+		t.Fatalf("sent = %d, want 1", c.sent.Load())
 	}
 }
 
-// TestNotifierBackoff: a push trusts Retry-After up to maxRetryAfter (not
+// TestClientBackoff: a push trusts Retry-After up to maxRetryAfter (not
 // the retries' own cap hi), and without one waits a jittered delay within
 // [lo, min(lo·2^attempt, hi)]; package backoff has the rest of the rules.
-func TestNotifierBackoff(t *testing.T) {
+func TestClientBackoff(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	tooMany := func(retryAfter string) *http.Response {
 		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {retryAfter}}}
 	}
 	lo, hi, maxRA := time.Second, 30*time.Second, time.Minute
-	if got := pushBackoff(lo, hi, maxRA, 0, tooMany("45"), now); got != 45*time.Second {
+	if got := retryDelay(lo, hi, maxRA, 0, tooMany("45"), now); got != 45*time.Second {
 		t.Errorf("Retry-After 45 (above hi, below the cap): backoff %s, want 45s", got)
 	}
-	if got := pushBackoff(lo, hi, maxRA, 0, tooMany("3600"), now); got != maxRA {
+	if got := retryDelay(lo, hi, maxRA, 0, tooMany("3600"), now); got != maxRA {
 		t.Errorf("Retry-After 3600: backoff %s, want the cap %s", got, maxRA)
 	}
 	for attempt := range 8 {
 		for _, r := range []*http.Response{nil, {StatusCode: 500, Header: http.Header{"Retry-After": {"9"}}}, tooMany("soon")} {
 			ceiling := min(lo<<attempt, hi)
 			for range 20 {
-				if got := pushBackoff(lo, hi, maxRA, attempt, r, now); got < lo || got > ceiling {
+				if got := retryDelay(lo, hi, maxRA, attempt, r, now); got < lo || got > ceiling {
 					t.Fatalf("attempt %d: backoff %s outside [%s, %s]", attempt, got, lo, ceiling)
 				}
 			}
@@ -270,41 +275,41 @@ func TestNotifierBackoff(t *testing.T) {
 
 // Close drains the queue: what was sent before Close is posted before it
 // returns.
-func TestNotifierCloseDeliversQueued(t *testing.T) {
-	r := newPushReceiver(t)
-	n, _ := testNotifier(t, r.ts.URL+"/topic", fastNotify())
+func TestClientCloseDeliversQueued(t *testing.T) {
+	r := newReceiver(t)
+	c, _ := testClient(t, r.ts.URL+"/topic", fastOptions())
 	for range 5 {
-		n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
+		c.Send(t.Context(), Message{Title: "Approve Bash", Body: "ls"})
 	}
-	closeNotifier(t, n)
+	closeClient(t, c)
 	if got := len(r.pushes()); got != 5 {
 		t.Fatalf("receiver got %d POSTs by the time Close returned, want 5", got)
 	}
 	// Closed: a later Send is refused, not queued, and does not panic.
-	n.Send(t.Context(), pushMessage{Title: "late"})
-	if n.dropped.Load() != 1 {
-		t.Fatalf("dropped = %d after a Send on a closed notifier, want 1", n.dropped.Load())
+	c.Send(t.Context(), Message{Title: "late"})
+	if c.dropped.Load() != 1 {
+		t.Fatalf("dropped = %d after a Send on a closed client, want 1", c.dropped.Load())
 	}
-	closeNotifier(t, n) // a second Close is harmless
+	closeClient(t, c) // a second Close is harmless
 }
 
 // Close waits for the send in flight until its context ends, then aborts
 // it and returns the context's error; the worker is gone either way
 // (TestMain checks for leaked goroutines).
-func TestNotifierCloseWaitsUntilContextEnds(t *testing.T) {
-	r := newPushReceiver(t)
+func TestClientCloseWaitsUntilContextEnds(t *testing.T) {
+	r := newReceiver(t)
 	r.block = make(chan struct{}) // never released: the receiver hangs
-	n, logs := testNotifier(t, r.ts.URL+"/topic", fastNotify())
-	n.Send(t.Context(), pushMessage{Title: "Approve Bash", Body: "ls"})
-	n.Send(t.Context(), pushMessage{Title: "Approve Edit", Body: "x.go"})
+	c, logs := testClient(t, r.ts.URL+"/topic", fastOptions())
+	c.Send(t.Context(), Message{Title: "Approve Bash", Body: "ls"})
+	c.Send(t.Context(), Message{Title: "Approve Edit", Body: "x.go"})
 	select {
 	case <-r.arrived:
-	case <-time.After(notifyPatience):
+	case <-time.After(patience):
 		t.Fatal("the first push never reached the receiver")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	closed := make(chan error, 1)
-	go func() { closed <- n.Close(ctx) }()
+	go func() { closed <- c.Close(ctx) }()
 	select {
 	case err := <-closed:
 		t.Fatalf("Close returned (%v) while a push was in flight and its context live", err)
@@ -316,43 +321,43 @@ func TestNotifierCloseWaitsUntilContextEnds(t *testing.T) {
 	var err error
 	select {
 	case err = <-closed:
-	case <-time.After(notifyPatience):
+	case <-time.After(patience):
 		t.Fatal("Close did not return after its context ended")
 	}
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Close = %v, want an error wrapping context.Canceled", err)
 	}
-	if n.abandoned.Load() != 2 || n.sent.Load() != 0 {
-		t.Fatalf("abandoned %d sent %d, want the in-flight and the queued push abandoned", n.abandoned.Load(), n.sent.Load())
+	if c.abandoned.Load() != 2 || c.sent.Load() != 0 {
+		t.Fatalf("abandoned %d sent %d, want the in-flight and the queued push abandoned", c.abandoned.Load(), c.sent.Load())
 	}
 	if !strings.Contains(logs.String(), "push abandoned") || !strings.Contains(logs.String(), "count=1") {
 		t.Fatalf("log does not tell of the abandoned pushes:\n%s", logs)
 	}
 }
 
-func TestNotifierQueueFullDrops(t *testing.T) {
-	r := newPushReceiver(t)
+func TestClientQueueFullDrops(t *testing.T) {
+	r := newReceiver(t)
 	r.block = make(chan struct{})
-	o := fastNotify()
+	o := fastOptions()
 	o.queue = 2
-	n, logs := testNotifier(t, r.ts.URL+"/topic", o)
-	n.Send(t.Context(), pushMessage{Title: "in flight"})
+	c, logs := testClient(t, r.ts.URL+"/topic", o)
+	c.Send(t.Context(), Message{Title: "in flight"})
 	select {
 	case <-r.arrived: // the worker holds it: the queue is empty again
-	case <-time.After(notifyPatience):
+	case <-time.After(patience):
 		t.Fatal("the first push never reached the receiver")
 	}
-	n.Send(t.Context(), pushMessage{Title: "queued 1"})
-	n.Send(t.Context(), pushMessage{Title: "queued 2"})
-	n.Send(t.Context(), pushMessage{Title: "one too many"}) // returns at once although nothing moves
-	if n.dropped.Load() != 1 {
-		t.Fatalf("dropped = %d, want 1", n.dropped.Load())
+	c.Send(t.Context(), Message{Title: "queued 1"})
+	c.Send(t.Context(), Message{Title: "queued 2"})
+	c.Send(t.Context(), Message{Title: "one too many"}) // returns at once although nothing moves
+	if c.dropped.Load() != 1 {
+		t.Fatalf("dropped = %d, want 1", c.dropped.Load())
 	}
 	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "push dropped") || !strings.Contains(l, `title="one too many"`) {
 		t.Fatalf("log does not warn about the dropped push:\n%s", l)
 	}
 	close(r.block)
-	closeNotifier(t, n)
+	closeClient(t, c)
 	var titles []string
 	for _, p := range r.pushes() {
 		titles = append(titles, p.header.Get("Title"))
@@ -364,7 +369,7 @@ func TestNotifierQueueFullDrops(t *testing.T) {
 
 // The URL's userinfo, topic (path) and query are secrets: they are used
 // (basic auth, the topic) but never logged, whatever goes wrong.
-func TestNotifierNeverLogsURLSecrets(t *testing.T) {
+func TestClientNeverLogsURLSecrets(t *testing.T) {
 	const user, pass, topic, token = "alice-user", "s3cret-pass", "topic-k8x2q9", "tk_querytoken"
 	secrets := []string{user, pass, topic, token}
 	checkLogs := func(t *testing.T, logs, target string) {
@@ -383,11 +388,11 @@ func TestNotifierNeverLogsURLSecrets(t *testing.T) {
 	}
 
 	t.Run("rejected", func(t *testing.T) {
-		r := newPushReceiver(t, http.StatusForbidden)
+		r := newReceiver(t, http.StatusForbidden)
 		host := strings.TrimPrefix(r.ts.URL, "http://")
-		n, logs := testNotifier(t, withSecrets(host), fastNotify())
-		n.Send(t.Context(), pushMessage{Title: "Approve Bash"})
-		closeNotifier(t, n)
+		c, logs := testClient(t, withSecrets(host), fastOptions())
+		c.Send(t.Context(), Message{Title: "Approve Bash"})
+		closeClient(t, c)
 		got := r.pushes()
 		if len(got) != 1 || got[0].user != user || got[0].pass != pass {
 			t.Fatalf("receiver got %+v, want one POST with the URL's basic auth", got)
@@ -401,49 +406,49 @@ func TestNotifierNeverLogsURLSecrets(t *testing.T) {
 		}
 		host := ln.Addr().String()
 		ln.Close() // nothing listens there now: connection refused
-		n, logs := testNotifier(t, withSecrets(host), fastNotify())
-		n.Send(t.Context(), pushMessage{Title: "Approve Bash"})
-		closeNotifier(t, n)
-		if n.failed.Load() != 1 || !strings.Contains(logs.String(), "giving up") || !strings.Contains(logs.String(), "attempts=5") {
-			t.Fatalf("failed = %d; want one push given up after 5 attempts, logged:\n%s", n.failed.Load(), logs)
+		c, logs := testClient(t, withSecrets(host), fastOptions())
+		c.Send(t.Context(), Message{Title: "Approve Bash"})
+		closeClient(t, c)
+		if c.failed.Load() != 1 || !strings.Contains(logs.String(), "giving up") || !strings.Contains(logs.String(), "attempts=5") {
+			t.Fatalf("failed = %d; want one push given up after 5 attempts, logged:\n%s", c.failed.Load(), logs)
 		}
 		checkLogs(t, logs.String(), "http://"+host)
 	})
 	t.Run("queue full and shutdown", func(t *testing.T) {
-		r := newPushReceiver(t)
+		r := newReceiver(t)
 		r.block = make(chan struct{})
 		host := strings.TrimPrefix(r.ts.URL, "http://")
-		o := fastNotify()
+		o := fastOptions()
 		o.queue = 1
-		n, logs := testNotifier(t, withSecrets(host), o)
-		n.Send(t.Context(), pushMessage{Title: "a"})
+		c, logs := testClient(t, withSecrets(host), o)
+		c.Send(t.Context(), Message{Title: "a"})
 		select {
 		case <-r.arrived:
-		case <-time.After(notifyPatience):
+		case <-time.After(patience):
 			t.Fatal("the first push never reached the receiver")
 		}
-		n.Send(t.Context(), pushMessage{Title: "b"})
-		n.Send(t.Context(), pushMessage{Title: "c"}) // dropped
+		c.Send(t.Context(), Message{Title: "b"})
+		c.Send(t.Context(), Message{Title: "c"}) // dropped
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := n.Close(ctx); err == nil || strings.Contains(err.Error(), pass) || strings.Contains(err.Error(), topic) {
+		if err := c.Close(ctx); err == nil || strings.Contains(err.Error(), pass) || strings.Contains(err.Error(), topic) {
 			t.Fatalf("Close = %v; want an error without secrets", err)
 		}
 		checkLogs(t, logs.String(), r.ts.URL)
 	})
 	t.Run("bad scheme", func(t *testing.T) {
-		n, logs := testNotifier(t, "ftp://"+user+":"+pass+"@127.0.0.1/"+topic+"?auth="+token, fastNotify())
-		n.Send(t.Context(), pushMessage{Title: "a"})
-		if n.dropped.Load() != 1 || !strings.Contains(logs.String(), `scheme is \"ftp\"`) {
-			t.Fatalf("dropped = %d; want the push refused with the reason logged:\n%s", n.dropped.Load(), logs)
+		c, logs := testClient(t, "ftp://"+user+":"+pass+"@127.0.0.1/"+topic+"?auth="+token, fastOptions())
+		c.Send(t.Context(), Message{Title: "a"})
+		if c.dropped.Load() != 1 || !strings.Contains(logs.String(), `scheme is \"ftp\"`) {
+			t.Fatalf("dropped = %d; want the push refused with the reason logged:\n%s", c.dropped.Load(), logs)
 		}
 		checkLogs(t, logs.String(), "ftp://127.0.0.1")
 	})
 	t.Run("unparsable", func(t *testing.T) {
-		n, logs := testNotifier(t, "http://"+user+":"+pass+"@[::1/"+topic+"%zz", fastNotify())
-		n.Send(t.Context(), pushMessage{Title: "a"})
-		if n.dropped.Load() != 1 || !strings.Contains(logs.String(), "not a valid URL") {
-			t.Fatalf("dropped = %d; want the push refused with the reason logged:\n%s", n.dropped.Load(), logs)
+		c, logs := testClient(t, "http://"+user+":"+pass+"@[::1/"+topic+"%zz", fastOptions())
+		c.Send(t.Context(), Message{Title: "a"})
+		if c.dropped.Load() != 1 || !strings.Contains(logs.String(), "not a valid URL") {
+			t.Fatalf("dropped = %d; want the push refused with the reason logged:\n%s", c.dropped.Load(), logs)
 		}
 		for _, s := range secrets[:3] {
 			if strings.Contains(logs.String(), s) {
@@ -455,10 +460,10 @@ func TestNotifierNeverLogsURLSecrets(t *testing.T) {
 
 // redact scrubs the URL's secrets even from an error text that quotes
 // them somewhere we did not expect.
-func TestNotifierRedact(t *testing.T) {
-	n, _ := testNotifier(t, "https://bob:pw-123@ntfy.example:8443/my-topic?auth=tk_abc#frag-x", fastNotify())
+func TestClientRedact(t *testing.T) {
+	c, _ := testClient(t, "https://bob:pw-123@ntfy.example:8443/my-topic?auth=tk_abc#frag-x", fastOptions())
 	err := errors.New(`proxy said: no route to https://bob:pw-123@ntfy.example:8443/my-topic?auth=tk_abc#frag-x`)
-	got := n.redact(err)
+	got := c.redact(err)
 	for _, s := range []string{"bob", "pw-123", "my-topic", "tk_abc", "frag-x"} {
 		if strings.Contains(got, s) {
 			t.Fatalf("redact left %q in %q", s, got)
@@ -469,23 +474,23 @@ func TestNotifierRedact(t *testing.T) {
 	}
 }
 
-func TestNotifierHeaderEncoding(t *testing.T) {
-	r := newPushReceiver(t)
-	n, _ := testNotifier(t, r.ts.URL+"/topic", fastNotify())
+func TestClientHeaderEncoding(t *testing.T) {
+	r := newReceiver(t)
+	c, _ := testClient(t, r.ts.URL+"/topic", fastOptions())
 	title := "Approve Edit: «naïve» 日本語 ✓"
-	n.Send(t.Context(), pushMessage{Title: title, Body: "héllo\nwörld", ClickURL: "https://relay.example/approvals/ä 1"})
-	n.Send(t.Context(), pushMessage{Title: "evil\r\nX-Injected: 1", Body: "b"})
-	n.Send(t.Context(), pushMessage{Title: strings.Repeat("é", 200), Body: "b"}) // several encoded-words
-	closeNotifier(t, n)
+	c.Send(t.Context(), Message{Title: title, Body: "héllo\nwörld", ClickURL: "https://relay.example/approvals/ä 1"})
+	c.Send(t.Context(), Message{Title: "evil\r\nX-Injected: 1", Body: "b"})
+	c.Send(t.Context(), Message{Title: strings.Repeat("é", 200), Body: "b"}) // several encoded-words
+	closeClient(t, c)
 	got := r.pushes()
 	if len(got) != 3 {
 		t.Fatalf("receiver got %d POSTs, want 3", len(got))
 	}
 	var dec mime.WordDecoder
-	for i, want := range []string{title, "evil  X-Injected: 1", strings.Repeat("é", notifyTitleRunes-1) + "…"} {
+	for i, want := range []string{title, "evil  X-Injected: 1", strings.Repeat("é", maxTitleRunes-1) + "…"} {
 		raw := got[i].header.Get("Title")
-		for _, c := range []byte(raw) {
-			if c < ' ' || c > '~' {
+		for _, b := range []byte(raw) {
+			if b < ' ' || b > '~' {
 				t.Fatalf("push %d Title %q is not plain ASCII", i, raw)
 			}
 		}
@@ -500,60 +505,60 @@ func TestNotifierHeaderEncoding(t *testing.T) {
 	if got[0].body != "héllo\nwörld" {
 		t.Errorf("body %q, want the UTF-8 text as is", got[0].body)
 	}
-	if c := got[0].header.Get("Click"); c != "https://relay.example/approvals/%C3%A4%201" {
-		t.Errorf("Click %q, want the URL percent-encoded", c)
+	if click := got[0].header.Get("Click"); click != "https://relay.example/approvals/%C3%A4%201" {
+		t.Errorf("Click %q, want the URL percent-encoded", click)
 	}
 }
 
-func TestNotifierClipsLongTexts(t *testing.T) {
-	m := clipPush(pushMessage{Title: strings.Repeat("t", 150), Body: strings.Repeat("ü", 500) + "\xff"})
-	if n := utf8.RuneCountInString(m.Title); n != notifyTitleRunes || !strings.HasSuffix(m.Title, "…") {
-		t.Errorf("title has %d runes (%q…), want %d ending in an ellipsis", n, m.Title[:10], notifyTitleRunes)
+func TestClientClipsLongTexts(t *testing.T) {
+	m := Message{Title: strings.Repeat("t", 150), Body: strings.Repeat("ü", 500) + "\xff"}.clipped()
+	if n := utf8.RuneCountInString(m.Title); n != maxTitleRunes || !strings.HasSuffix(m.Title, "…") {
+		t.Errorf("title has %d runes (%q…), want %d ending in an ellipsis", n, m.Title[:10], maxTitleRunes)
 	}
-	if n := utf8.RuneCountInString(m.Body); n != notifyBodyRunes || !utf8.ValidString(m.Body) {
-		t.Errorf("body has %d runes (valid UTF-8: %v), want %d", n, utf8.ValidString(m.Body), notifyBodyRunes)
+	if n := utf8.RuneCountInString(m.Body); n != maxBodyRunes || !utf8.ValidString(m.Body) {
+		t.Errorf("body has %d runes (valid UTF-8: %v), want %d", n, utf8.ValidString(m.Body), maxBodyRunes)
 	}
-	short := pushMessage{Title: "Approve Bash", Body: "ls -la"}
-	if clipPush(short) != short {
-		t.Errorf("clipPush changed a short message: %+v", clipPush(short))
+	short := Message{Title: "Approve Bash", Body: "ls -la"}
+	if short.clipped() != short {
+		t.Errorf("clipped changed a short message: %+v", short.clipped())
 	}
-	if got := clipPush(pushMessage{Title: "bad \xff byte"}).Title; got != "bad \uFFFD byte" {
+	if got := (Message{Title: "bad \xff byte"}).clipped().Title; got != "bad \uFFFD byte" {
 		t.Errorf("invalid UTF-8 title became %q", got)
 	}
 }
 
-// A server without serve.notify_url holds a nil or URL-less notifier:
+// A server without serve.notify_url holds a nil or URL-less Client:
 // Send and Close do nothing and cost nothing.
-func TestNotifierDisabled(t *testing.T) {
-	var nilN *notifier
-	nilN.Send(t.Context(), pushMessage{Title: "x"})
-	if err := nilN.Close(t.Context()); err != nil {
-		t.Fatalf("Close of a nil notifier: %v", err)
+func TestClientDisabled(t *testing.T) {
+	var nilClient *Client
+	nilClient.Send(t.Context(), Message{Title: "x"})
+	if err := nilClient.Close(t.Context()); err != nil {
+		t.Fatalf("Close of a nil Client: %v", err)
 	}
-	d := newNotifier("", nil) // the production constructor; a nil logger is fine
-	d.Send(t.Context(), pushMessage{Title: "x"})
+	d := New("", nil) // the production constructor; a nil logger is fine
+	d.Send(t.Context(), Message{Title: "x"})
 	if err := d.Close(t.Context()); err != nil || d.dropped.Load() != 0 {
-		t.Fatalf("URL-less notifier: Close %v, dropped %d", err, d.dropped.Load())
+		t.Fatalf("URL-less Client: Close %v, dropped %d", err, d.dropped.Load())
 	}
-	n, logs := testNotifier(t, "", notifyOptions{})
-	n.Send(t.Context(), pushMessage{Title: "x"})
-	closeNotifier(t, n)
-	if n.dropped.Load() != 0 || n.sent.Load() != 0 || logs.String() != "" {
-		t.Fatalf("URL-less notifier did something: dropped %d sent %d logs %q", n.dropped.Load(), n.sent.Load(), logs)
+	c, logs := testClient(t, "", options{})
+	c.Send(t.Context(), Message{Title: "x"})
+	closeClient(t, c)
+	if c.dropped.Load() != 0 || c.sent.Load() != 0 || logs.String() != "" {
+		t.Fatalf("URL-less Client did something: dropped %d sent %d logs %q", c.dropped.Load(), c.sent.Load(), logs)
 	}
 }
 
 // Send returns while the receiver still hangs: ingestion never waits for a
 // push.
-func TestNotifierSendDoesNotWaitForDelivery(t *testing.T) {
-	r := newPushReceiver(t)
+func TestClientSendDoesNotWaitForDelivery(t *testing.T) {
+	r := newReceiver(t)
 	r.block = make(chan struct{})
-	n, _ := testNotifier(t, r.ts.URL+"/topic", fastNotify())
-	n.Send(t.Context(), pushMessage{Title: "a"}) // returns although the receiver hangs
-	poll.Until(t, notifyPatience, "the push to reach the receiver", func() bool { return len(r.pushes()) == 1 })
+	c, _ := testClient(t, r.ts.URL+"/topic", fastOptions())
+	c.Send(t.Context(), Message{Title: "a"}) // returns although the receiver hangs
+	poll.Until(t, patience, "the push to reach the receiver", func() bool { return len(r.pushes()) == 1 })
 	close(r.block)
-	closeNotifier(t, n)
-	if n.sent.Load() != 1 {
-		t.Fatalf("sent = %d, want 1", n.sent.Load())
+	closeClient(t, c)
+	if c.sent.Load() != 1 {
+		t.Fatalf("sent = %d, want 1", c.sent.Load())
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -48,9 +47,6 @@ func writeText(t *testing.T, path, data string) {
 // see "not found".
 func skipIfMachineCLI(t *testing.T) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("fake installs are shell scripts")
-	}
 	for _, p := range []string{"/opt/homebrew/bin/claude", "/usr/local/bin/claude"} {
 		if _, err := os.Stat(p); err == nil {
 			t.Skipf("%s exists; doctor would find it", p)

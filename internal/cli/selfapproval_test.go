@@ -59,14 +59,8 @@ func TestAgentCannotApproveItself(t *testing.T) {
 		mockapi.TextTurn("finished"),
 	})
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
-	p.prompt("self", "sess-self", "try it", extension.PromptOptions{
-		RunOptions: executor.RunOptions{
-			Cwd:          cwd,
-			Approvals:    true,
-			MaxTurns:     6,
-			AllowedTools: []string{"Bash(sh attack.sh)"},
-		},
-	})
+	p.prompt("self", "sess-self", "try it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true,
+		MaxTurns: 6, AllowedTools: []string{"Bash(sh attack.sh)"}}})
 	req := p.waitEvent(extension.EventApprovalRequested, "self")
 	if !strings.Contains(string(req.Input), "echo mine > marker") {
 		t.Fatalf("the approval asked is %s, want the marker command (was attack.sh asked about?)", req.Input)

@@ -65,14 +65,8 @@ func TestAgentCannotRewriteWhatTheApproverSees(t *testing.T) {
 		mockapi.TextTurn("finished"),
 	})
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
-	p.prompt("forge", "sess-forge", "try it", extension.PromptOptions{
-		RunOptions: executor.RunOptions{
-			Cwd:          cwd,
-			Approvals:    true,
-			MaxTurns:     6,
-			AllowedTools: []string{"Bash(sh forge.sh)"},
-		},
-	})
+	p.prompt("forge", "sess-forge", "try it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true,
+		MaxTurns: 6, AllowedTools: []string{"Bash(sh forge.sh)"}}})
 	req := p.waitEvent(extension.EventApprovalRequested, "forge")
 	if !strings.Contains(string(req.Input), real) {
 		t.Fatalf("the approval asked is %s, want the marker command", req.Input)

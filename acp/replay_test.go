@@ -259,7 +259,7 @@ func TestReplayRealCLI(t *testing.T) {
 	e := executor.New(executor.Options{CLIPath: cli.Path, BaseEnv: cli.Env(t, api.URL())})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := e.Run(ctx, executor.Request{Prompt: "please replay me", Cwd: cwd, MaxTurns: 6},
+	res, err := e.Run(ctx, executor.Request{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 6}, Prompt: "please replay me"},
 		executor.ObserverFunc(func(executor.Event) {}), nil)
 	if err != nil || res.Status != executor.StatusCompleted || res.ConversationID == "" {
 		t.Fatalf("run: %+v, %v", res, err)

@@ -176,10 +176,10 @@ func (a *Agent) open(ctx context.Context, sp spec) (*session, error) {
 func (s *session) start() error {
 	s.mu.Lock()
 	sp := s.sp
-	req := relay.Request{RunID: uuid.NewString(), SessionID: sp.id, Mode: wire.ModeACP, Cwd: sp.cwd, Approvals: true,
-		KeepAlive: true, Idle: true, IdleTimeout: 24 * time.Hour, PartialMessages: true,
-		SystemPromptAppend: sp.appendPrompt, PermissionMode: s.mode, Model: s.model,
-		CLI: relay.CLIOptions{MCPServers: sp.mcp, SystemPrompt: sp.systemPrompt, AddDirs: sp.addDirs}}
+	req := relay.Request{RunOptions: executor.RunOptions{Cwd: sp.cwd, Approvals: true, KeepAlive: true, PartialMessages: true,
+		SystemPromptAppend: sp.appendPrompt, PermissionMode: streamjson.PermissionMode(s.mode), Model: s.model,
+		MCPServers: sp.mcp, SystemPrompt: sp.systemPrompt, AddDirs: sp.addDirs},
+		RunID: uuid.NewString(), SessionID: sp.id, Mode: wire.ModeACP, Idle: true, IdleTimeout: 24 * time.Hour}
 	switch {
 	case sp.forkFrom != "":
 		req.Resume, req.Fork, req.ConversationID = sp.forkFrom, true, sp.id

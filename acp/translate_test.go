@@ -487,7 +487,7 @@ func TestStopReasonRealCLI(t *testing.T) {
 	var mu sync.Mutex
 	var got []acpsdk.SessionUpdate
 	var reasons []string // the assistant lines' own stop_reason
-	res, err := e.Run(ctx, executor.Request{Prompt: "do something bad", Cwd: cwd, MaxTurns: 3, PartialMessages: true},
+	res, err := e.Run(ctx, executor.Request{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 3, PartialMessages: true}, Prompt: "do something bad"},
 		executor.ObserverFunc(func(ev executor.Event) {
 			if ev.Kind != executor.EventLine {
 				return

@@ -59,7 +59,7 @@ func TestRealAllowAlwaysAppliesSuggestions(t *testing.T) {
 		}
 		return Decision{Reason: "not that one"}
 	}}
-	res, _ := env.run(t, Request{Prompt: "test it", Approvals: true, MaxTurns: 8}, log)
+	res, _ := env.run(t, Request{RunOptions: RunOptions{Approvals: true, MaxTurns: 8}, Prompt: "test it"}, log)
 	if res.Status != StatusCompleted {
 		t.Fatalf("result %+v", res)
 	}
@@ -96,7 +96,7 @@ func TestRealUpdatedInputRunsTheEdit(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{bash("echo original > out.txt"), mockapi.TextTurn("done")}, nil)
 	edited := json.RawMessage(`{"command":"echo edited-by-user","description":"Run it"}`)
 	log := &askLog{decide: func(int, ApprovalRequest) Decision { return Decision{Allow: true, UpdatedInput: edited} }}
-	res, _ := env.run(t, Request{Prompt: "run it", Approvals: true}, log)
+	res, _ := env.run(t, Request{RunOptions: RunOptions{Approvals: true}, Prompt: "run it"}, log)
 	if res.Status != StatusCompleted {
 		t.Fatalf("result %+v", res)
 	}
@@ -168,7 +168,7 @@ func TestRealPlanOptions(t *testing.T) {
 			script = append(script, mockapi.ToolTurn("Write", map[string]any{"file_path": out, "content": "planned\n"}), mockapi.TextTurn("done"))
 			env := newRealEnv(t, script, nil)
 			log := &askLog{decide: tt.decide}
-			res, rec := env.run(t, Request{Prompt: "plan it", PermissionMode: streamjson.PermissionModePlan}, log)
+			res, rec := env.run(t, Request{RunOptions: RunOptions{PermissionMode: streamjson.PermissionModePlan}, Prompt: "plan it"}, log)
 			if res.Status != StatusCompleted {
 				t.Fatalf("result %+v", res)
 			}
@@ -202,7 +202,7 @@ func TestRealPlanOptions(t *testing.T) {
 func TestRealDenyWithInterrupt(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{bash("touch never.txt"), mockapi.TextTurn("should not be asked")}, nil)
 	log := &askLog{decide: func(int, ApprovalRequest) Decision { return Decision{Reason: "stop here", Interrupt: true} }}
-	res, _ := env.run(t, Request{Prompt: "touch it", Approvals: true}, log)
+	res, _ := env.run(t, Request{RunOptions: RunOptions{Approvals: true}, Prompt: "touch it"}, log)
 	if res.Status != StatusCancelled || !strings.Contains(res.Reason, "Bash was denied and the turn stopped") {
 		t.Fatalf("result %+v", res)
 	}
@@ -219,7 +219,7 @@ func TestRealDenyWithInterrupt(t *testing.T) {
 func TestRealLiveDenyWithInterruptKeepsTheRun(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{bash("touch never.txt"), mockapi.TextTurn("next turn ran")}, nil)
 	log := &askLog{decide: func(int, ApprovalRequest) Decision { return Decision{Reason: "stop here", Interrupt: true} }}
-	lr := startLiveWith(t, env, Request{RunID: "live-deny", Prompt: "touch it", Approvals: true, KeepAlive: true}, log)
+	lr := startLiveWith(t, env, Request{RunOptions: RunOptions{Approvals: true, KeepAlive: true}, RunID: "live-deny", Prompt: "touch it"}, log)
 	first := lr.turn(1)
 	if first.TurnResult.Status != StatusInterrupted || !strings.Contains(first.TurnResult.Reason, "Bash was denied and the turn stopped") {
 		t.Errorf("turn 1 %+v", first.TurnResult)

@@ -305,7 +305,7 @@ func (rb *realBench) relay(e *Executor) func(context.Context) (turnTimes, error)
 				t.result = ev.Time.Sub(start)
 			}
 		})
-		res, err := e.Run(ctx, Request{Prompt: rb.prompt, Cwd: rb.cwd, MaxTurns: benchMaxTurns}, obs, nil)
+		res, err := e.Run(ctx, Request{RunOptions: RunOptions{Cwd: rb.cwd, MaxTurns: benchMaxTurns}, Prompt: rb.prompt}, obs, nil)
 		if err != nil {
 			return t, fmt.Errorf("relay run: %w; stderr: %s", err, res.StderrTail)
 		}

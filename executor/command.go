@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,15 +54,16 @@ func (e *Executor) command(req Request) (string, []string, []string, error) {
 		Fork:               req.Fork,
 		Continue:           req.Continue,
 		MaxTurns:           req.MaxTurns,
-		AppendSystemPrompt: req.AppendSystemPrompt,
+		AppendSystemPrompt: req.SystemPromptAppend,
 		AllowedTools:       req.AllowedTools,
 		DisallowedTools:    req.DisallowedTools,
 		AddDirs:            req.AddDirs,
 		FallbackModel:      req.FallbackModel,
 		SystemPrompt:       req.SystemPrompt,
-		SettingSources:     req.SettingSources,
-		HasSettingSources:  req.HasSettingSources,
 		Extra:              slices.Concat(e.opts.Args, req.AdditionalArgs),
+	}
+	if req.SettingSources != nil {
+		s.SettingSources, s.HasSettingSources = *req.SettingSources, true
 	}
 	if given(req.MCPServers) {
 		b, err := json.Marshal(map[string]json.RawMessage{"mcpServers": req.MCPServers})
@@ -123,13 +120,11 @@ func permissionMode(req Request) streamjson.PermissionMode {
 	return req.PermissionMode
 }
 
-// validate rejects requests that cannot run.
+// validate rejects requests that cannot run: bad options, and what only a
+// Request can get wrong.
 func validate(req Request) error {
-	if req.PermissionMode != "" && !req.PermissionMode.Known() {
-		return badRequest("permission_mode", "permission mode %q (allowed: %s)", req.PermissionMode, streamjson.ModeList())
-	}
-	if req.Fork && req.Resume == "" && !req.Continue {
-		return badRequest("fork", "fork needs a conversation to resume (resume or continue)")
+	if err := req.RunOptions.Validate(); err != nil {
+		return err
 	}
 	if req.Idle && (!req.KeepAlive || strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0) {
 		return badRequest("", "an idle start is a keep-alive run with no prompt (its first send is the first turn)")
@@ -142,15 +137,7 @@ func validate(req Request) error {
 			return badRequest("", "a session id names a new conversation: not with resume or continue, unless forking")
 		}
 	}
-	if req.MaxTurns < 0 {
-		return badRequest("max_turns", "max turns %d is negative", req.MaxTurns)
-	}
-	if req.Cwd != "" {
-		if fi, err := os.Stat(req.Cwd); err != nil || !fi.IsDir() {
-			return badRequest("cwd", "working directory %q does not exist", req.Cwd)
-		}
-	}
-	return validateOptions(req)
+	return nil
 }
 
 // Validate reports why req cannot run, as Run would, for a front end that
@@ -171,96 +158,9 @@ func badRequest(field, format string, args ...any) error {
 	return &RequestError{Field: field, Problem: fmt.Sprintf(format, args...)}
 }
 
-// settingSources are the values setting_sources takes.
-var settingSources = []string{"user", "project", "local"}
-
-// validateOptions checks the typed prompt options; its errors name the
-// option as the protocol spells it, with the index of a list entry.
-func validateOptions(req Request) error {
-	for _, l := range []struct {
-		name  string
-		tools []string
-	}{{"allowed_tools", req.AllowedTools}, {"disallowed_tools", req.DisallowedTools}} {
-		for i, t := range l.tools {
-			if strings.TrimSpace(t) == "" {
-				return badRequest(l.name, "%s[%d]: empty tool name (give a tool such as Bash, Edit or \"Bash(git *)\")", l.name, i)
-			}
-		}
-	}
-	if err := jsonObject("mcp_servers", req.MCPServers); err != nil {
-		return err
-	}
-	if err := jsonObject("agents", req.Agents); err != nil {
-		return err
-	}
-	for i, d := range req.AddDirs {
-		if err := checkDir(req.Cwd, d); err != nil {
-			return badRequest("add_dirs", "add_dirs[%d]: %v", i, err)
-		}
-	}
-	if req.FallbackModel != "" && req.FallbackModel == req.Model {
-		// The CLI refuses this at start with a less helpful message.
-		return badRequest("fallback_model", "fallback_model: %q is the model itself (give a different model, or none)", req.FallbackModel)
-	}
-	switch b := req.MaxBudgetUSD; {
-	case math.IsNaN(b) || math.IsInf(b, 0):
-		return badRequest("max_budget_usd", "max_budget_usd: %v is not a number of dollars", b)
-	case b < 0:
-		return badRequest("max_budget_usd", "max_budget_usd: %v is negative (give a positive amount, or none)", b)
-	}
-	if req.MaxThinkingTokens < 0 {
-		return badRequest("max_thinking_tokens", "max_thinking_tokens: %d is negative (give a positive number of tokens, or none)", req.MaxThinkingTokens)
-	}
-	for i, s := range req.SettingSources {
-		if !slices.Contains(settingSources, s) {
-			return badRequest("setting_sources", "setting_sources[%d]: %q (allowed: %s)", i, s, strings.Join(settingSources, ", "))
-		}
-	}
-	return nil
-}
-
-// jsonObject checks that an object option is one: a JSON object whose
-// entries are objects too (server and agent definitions).
-func jsonObject(name string, raw json.RawMessage) error {
-	if !given(raw) {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return badRequest(name, "%s: not a JSON object (give {\"name\": {…}, …})", name)
-	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if v := bytes.TrimSpace(m[k]); len(v) == 0 || v[0] != '{' {
-			return badRequest(name, "%s.%s: not a JSON object (each entry is a definition object)", name, k)
-		}
-	}
-	return nil
-}
-
 // given reports whether an object option was given: JSON null, as a
 // protocol sends for "none", is not.
 func given(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
-}
-
-// checkDir checks that dir, relative to cwd unless absolute, is a directory.
-func checkDir(cwd, dir string) error {
-	if strings.TrimSpace(dir) == "" {
-		return errors.New("empty path (give a directory)")
-	}
-	p := dir
-	if !filepath.IsAbs(p) && cwd != "" {
-		p = filepath.Join(cwd, p)
-	}
-	fi, err := os.Stat(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%q: no such directory (give an existing directory)", dir)
-	case err != nil:
-		return fmt.Errorf("%q: %w (give a directory this user can read)", dir, err)
-	case !fi.IsDir():
-		return fmt.Errorf("%q: not a directory (give a directory)", dir)
-	}
-	return nil
 }

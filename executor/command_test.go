@@ -27,10 +27,10 @@ func TestCommandArgs(t *testing.T) {
 		not  []string
 	}{
 		{"defaults", Request{RunID: "r"}, []string{"-p", "--verbose", "--permission-prompt-tool", "--model=default-model", "--config-arg"}, []string{"--resume", "--continue"}},
-		{"user values cannot become flags", Request{RunID: "r", Model: "--dangerously-skip-permissions", AppendSystemPrompt: "-x"},
+		{"user values cannot become flags", Request{RunOptions: RunOptions{Model: "--dangerously-skip-permissions", SystemPromptAppend: "-x"}, RunID: "r"},
 			[]string{"--model=--dangerously-skip-permissions", "--append-system-prompt=-x"}, []string{"--dangerously-skip-permissions"}},
-		{"resume and fork", Request{RunID: "r", Resume: "abc", Fork: true, MaxTurns: 4}, []string{"--resume=abc", "--fork-session", "--max-turns=4"}, nil},
-		{"continue and extra args", Request{RunID: "r", Continue: true, AdditionalArgs: []string{"--add-dir=/x"}}, []string{"--continue", "--add-dir=/x"}, nil},
+		{"resume and fork", Request{RunOptions: RunOptions{Resume: "abc", Fork: true, MaxTurns: 4}, RunID: "r"}, []string{"--resume=abc", "--fork-session", "--max-turns=4"}, nil},
+		{"continue and extra args", Request{RunOptions: RunOptions{Continue: true, AdditionalArgs: []string{"--add-dir=/x"}}, RunID: "r"}, []string{"--continue", "--add-dir=/x"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,8 +56,17 @@ func TestCommandArgs(t *testing.T) {
 // then the run's own arguments, which may thus override claude.args.
 func TestCommandArgsOrder(t *testing.T) {
 	e := New(Options{CLIPath: "/bin/claude", Model: "default-model", Args: []string{"--config-arg"}})
-	_, args, _, err := e.command(Request{RunID: "r", Model: "m", Resume: "c-1", Fork: true, MaxTurns: 2,
-		AppendSystemPrompt: "sp", AdditionalArgs: []string{"--run-arg"}})
+	_, args, _, err := e.command(Request{
+		RunOptions: RunOptions{
+			Model:              "m",
+			Resume:             "c-1",
+			Fork:               true,
+			MaxTurns:           2,
+			SystemPromptAppend: "sp",
+			AdditionalArgs:     []string{"--run-arg"},
+		},
+		RunID: "r",
+	})
 	want := append(slices.Clone(protocolArgs), "--model=m", "--resume=c-1", "--fork-session", "--max-turns=2",
 		"--append-system-prompt=sp", "--config-arg", "--run-arg")
 	if err != nil || !slices.Equal(args, want) {
@@ -92,7 +101,7 @@ func TestEnvPrecedence(t *testing.T) {
 		RemoveAPIKey: true,
 		Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
 	})
-	env := e.environ(Request{RunID: "run-1", Env: map[string]string{"C": "run", "R=UN": "x"}})
+	env := e.environ(Request{RunOptions: RunOptions{Env: map[string]string{"C": "run", "R=UN": "x"}}, RunID: "run-1"})
 	get := func(k string) (string, bool) {
 		for _, kv := range env {
 			if name, v, _ := strings.Cut(kv, "="); name == k {
@@ -129,23 +138,23 @@ func TestCommandTypedOptions(t *testing.T) {
 		req  Request
 		want []string
 	}{
-		{"allowed_tools", Request{AllowedTools: []string{"Bash(git *)", "Edit"}}, []string{"--allowedTools=Bash(git *)", "--allowedTools=Edit"}},
+		{"allowed_tools", Request{RunOptions: RunOptions{AllowedTools: []string{"Bash(git *)", "Edit"}}}, []string{"--allowedTools=Bash(git *)", "--allowedTools=Edit"}},
 		{"session_id", Request{SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"}, []string{"--session-id=0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"}},
-		{"disallowed_tools", Request{DisallowedTools: []string{"-x", "WebFetch"}}, []string{"--disallowedTools=-x", "--disallowedTools=WebFetch"}},
-		{"mcp_servers", Request{MCPServers: json.RawMessage("{\n \"fs\": {\"command\": \"npx\", \"args\": [\"-y\", \"srv\"]}\n}")},
+		{"disallowed_tools", Request{RunOptions: RunOptions{DisallowedTools: []string{"-x", "WebFetch"}}}, []string{"--disallowedTools=-x", "--disallowedTools=WebFetch"}},
+		{"mcp_servers", Request{RunOptions: RunOptions{MCPServers: json.RawMessage("{\n \"fs\": {\"command\": \"npx\", \"args\": [\"-y\", \"srv\"]}\n}")}},
 			[]string{`--mcp-config={"mcpServers":{"fs":{"command":"npx","args":["-y","srv"]}}}`}},
-		{"add_dirs", Request{AddDirs: []string{"/a", "/b c"}}, []string{"--add-dir=/a", "--add-dir=/b c"}},
-		{"fallback_model", Request{FallbackModel: "sonnet"}, []string{"--fallback-model=sonnet"}},
-		{"max_budget_usd", Request{MaxBudgetUSD: 2.5}, []string{"--max-budget-usd=2.5"}},
-		{"max_budget_usd whole", Request{MaxBudgetUSD: 10}, []string{"--max-budget-usd=10"}},
-		{"system_prompt", Request{SystemPrompt: "--be brief\nand kind"}, []string{"--system-prompt=--be brief\nand kind"}},
-		{"agents", Request{Agents: json.RawMessage(`{ "reviewer": { "description": "Reviews", "prompt": "You review." } }`)},
+		{"add_dirs", Request{RunOptions: RunOptions{AddDirs: []string{"/a", "/b c"}}}, []string{"--add-dir=/a", "--add-dir=/b c"}},
+		{"fallback_model", Request{RunOptions: RunOptions{FallbackModel: "sonnet"}}, []string{"--fallback-model=sonnet"}},
+		{"max_budget_usd", Request{RunOptions: RunOptions{MaxBudgetUSD: 2.5}}, []string{"--max-budget-usd=2.5"}},
+		{"max_budget_usd whole", Request{RunOptions: RunOptions{MaxBudgetUSD: 10}}, []string{"--max-budget-usd=10"}},
+		{"system_prompt", Request{RunOptions: RunOptions{SystemPrompt: "--be brief\nand kind"}}, []string{"--system-prompt=--be brief\nand kind"}},
+		{"agents", Request{RunOptions: RunOptions{Agents: json.RawMessage(`{ "reviewer": { "description": "Reviews", "prompt": "You review." } }`)}},
 			[]string{`--agents={"reviewer":{"description":"Reviews","prompt":"You review."}}`}},
-		{"setting_sources", Request{SettingSources: []string{"user", "project"}}, []string{"--setting-sources=user,project"}},
-		{"setting_sources [] is none", Request{SettingSources: []string{}, HasSettingSources: true}, []string{"--setting-sources="}},
-		{"setting_sources absent", Request{SettingSources: []string{}}, nil},
-		{"null objects are none", Request{MCPServers: json.RawMessage("null"), Agents: json.RawMessage(" null")}, nil},
-		{"partial_messages", Request{PartialMessages: true}, []string{"--include-partial-messages"}},
+		{"setting_sources", Request{RunOptions: RunOptions{SettingSources: &[]string{"user", "project"}}}, []string{"--setting-sources=user,project"}},
+		{"setting_sources [] is none", Request{RunOptions: RunOptions{SettingSources: &[]string{}}}, []string{"--setting-sources="}},
+		{"setting_sources absent", Request{}, nil},
+		{"null objects are none", Request{RunOptions: RunOptions{MCPServers: json.RawMessage("null"), Agents: json.RawMessage(" null")}}, nil},
+		{"partial_messages", Request{RunOptions: RunOptions{PartialMessages: true}}, []string{"--include-partial-messages"}},
 		{"nothing set", Request{}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,8 +177,16 @@ func TestCommandTypedOptions(t *testing.T) {
 // still have the last word.
 func TestCommandTypedOptionsOrder(t *testing.T) {
 	e := New(Options{CLIPath: "/bin/claude", Args: []string{"--config-arg"}})
-	_, args, _, err := e.command(Request{RunID: "r", Model: "m", MaxBudgetUSD: 1, AllowedTools: []string{"Read"},
-		SystemPrompt: "sp", AdditionalArgs: []string{"--run-arg"}})
+	_, args, _, err := e.command(Request{
+		RunOptions: RunOptions{
+			Model:          "m",
+			MaxBudgetUSD:   1,
+			AllowedTools:   []string{"Read"},
+			SystemPrompt:   "sp",
+			AdditionalArgs: []string{"--run-arg"},
+		},
+		RunID: "r",
+	})
 	want := append(slices.Clone(protocolArgs), "--max-budget-usd=1", "--model=m", "--allowedTools=Read", "--system-prompt=sp",
 		"--config-arg", "--run-arg")
 	if err != nil || !slices.Equal(args, want) {
@@ -183,7 +200,7 @@ func TestCommandTypedOptionsOrder(t *testing.T) {
 func TestMaxThinkingTokensEnv(t *testing.T) {
 	e := New(Options{BaseEnv: []string{"MAX_THINKING_TOKENS=1"}, Env: map[string]string{"MAX_THINKING_TOKENS": "2"}})
 	runEnv := map[string]string{"MAX_THINKING_TOKENS": "3", "A": "b"}
-	env := e.environ(Request{RunID: "r", Env: runEnv, MaxThinkingTokens: 4096})
+	env := e.environ(Request{RunOptions: RunOptions{Env: runEnv, MaxThinkingTokens: 4096}, RunID: "r"})
 	if !slices.Contains(env, "MAX_THINKING_TOKENS=4096") || !slices.Contains(env, "A=b") {
 		t.Errorf("env %q lacks MAX_THINKING_TOKENS=4096 or A=b", env)
 	}
@@ -193,7 +210,7 @@ func TestMaxThinkingTokensEnv(t *testing.T) {
 	if env := e.environ(Request{RunID: "r"}); !slices.Contains(env, "MAX_THINKING_TOKENS=2") {
 		t.Errorf("without the option claude.env stands: %q", env)
 	}
-	if env := e.environ(Request{RunID: "r", MaxThinkingTokens: 100}); !slices.Contains(env, "MAX_THINKING_TOKENS=100") {
+	if env := e.environ(Request{RunOptions: RunOptions{MaxThinkingTokens: 100}, RunID: "r"}); !slices.Contains(env, "MAX_THINKING_TOKENS=100") {
 		t.Errorf("with no run env: %q", env)
 	}
 }
@@ -213,36 +230,48 @@ func TestValidateTypedOptions(t *testing.T) {
 		req  Request
 		want string // "" = valid
 	}{
-		{Request{AllowedTools: []string{"Read", " "}}, `allowed_tools[1]: empty tool name`},
+		{Request{RunOptions: RunOptions{AllowedTools: []string{"Read", " "}}}, `allowed_tools[1]: empty tool name`},
 		{Request{SessionID: "abc"}, `session id "abc" is not a UUID`},
-		{Request{SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21", Resume: "x"}, `a session id names a new conversation`},
-		{Request{SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21", Resume: "x", Fork: true}, ``},
+		{Request{RunOptions: RunOptions{Resume: "x"}, SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"}, `a session id names a new conversation`},
+		{Request{RunOptions: RunOptions{Resume: "x", Fork: true}, SessionID: "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"}, ``},
 		{Request{Idle: true}, `an idle start is a keep-alive run with no prompt`},
-		{Request{Idle: true, KeepAlive: true, Prompt: "x"}, `an idle start is a keep-alive run with no prompt`},
-		{Request{DisallowedTools: []string{""}}, `disallowed_tools[0]: empty tool name`},
-		{Request{MCPServers: json.RawMessage(`["fs"]`)}, `mcp_servers: not a JSON object`},
-		{Request{MCPServers: json.RawMessage(`true`)}, `mcp_servers: not a JSON object`},
-		{Request{MCPServers: json.RawMessage(`{"a": {}, "b": [], "c": 1}`)}, `mcp_servers.b: not a JSON object`},
-		{Request{MCPServers: json.RawMessage(` null `), Agents: json.RawMessage(`null`)}, ""},
-		{Request{MCPServers: json.RawMessage(`{"fs": "npx srv"}`)}, `mcp_servers.fs: not a JSON object`},
-		{Request{MCPServers: json.RawMessage(`{"fs": {`)}, `mcp_servers: not a JSON object`},
-		{Request{Agents: json.RawMessage(`"reviewer"`)}, `agents: not a JSON object`},
-		{Request{Agents: json.RawMessage(`{"reviewer": 1}`)}, `agents.reviewer: not a JSON object`},
-		{Request{AddDirs: []string{"/nonexistent/x"}}, `add_dirs[0]: "/nonexistent/x": no such directory`},
-		{Request{Cwd: cwd, AddDirs: []string{"sub", "nope"}}, `add_dirs[1]: "nope": no such directory`},
-		{Request{AddDirs: []string{file}}, `add_dirs[0]: "` + file + `": not a directory`},
-		{Request{AddDirs: []string{""}}, `add_dirs[0]: empty path`},
-		{Request{Model: "opus", FallbackModel: "opus"}, `fallback_model: "opus" is the model itself`},
-		{Request{MaxBudgetUSD: -1}, `max_budget_usd: -1 is negative`},
-		{Request{MaxBudgetUSD: math.NaN()}, `max_budget_usd: NaN is not a number of dollars`},
-		{Request{MaxBudgetUSD: math.Inf(1)}, `max_budget_usd: +Inf is not a number of dollars`},
-		{Request{MaxThinkingTokens: -5}, `max_thinking_tokens: -5 is negative`},
-		{Request{SettingSources: []string{"user", "global"}}, `setting_sources[1]: "global" (allowed: user, project, local)`},
-		{Request{SettingSources: []string{"User"}}, `setting_sources[0]: "User" (allowed: user, project, local)`},
-		{Request{Cwd: cwd, AllowedTools: []string{"Bash(git *)"}, DisallowedTools: []string{"Write"},
-			MCPServers: json.RawMessage(`{}`), Agents: json.RawMessage(`{"a":{"description":"d","prompt":"p"}}`),
-			AddDirs: []string{"sub", cwd}, Model: "opus", FallbackModel: "sonnet", MaxBudgetUSD: 0.5, MaxThinkingTokens: 1024,
-			SystemPrompt: "x", SettingSources: []string{}, HasSettingSources: true}, ""},
+		{Request{RunOptions: RunOptions{KeepAlive: true}, Idle: true, Prompt: "x"}, `an idle start is a keep-alive run with no prompt`},
+		{Request{RunOptions: RunOptions{DisallowedTools: []string{""}}}, `disallowed_tools[0]: empty tool name`},
+		{Request{RunOptions: RunOptions{MCPServers: json.RawMessage(`["fs"]`)}}, `mcp_servers: not a JSON object`},
+		{Request{RunOptions: RunOptions{MCPServers: json.RawMessage(`true`)}}, `mcp_servers: not a JSON object`},
+		{Request{RunOptions: RunOptions{MCPServers: json.RawMessage(`{"a": {}, "b": [], "c": 1}`)}}, `mcp_servers.b: not a JSON object`},
+		{Request{RunOptions: RunOptions{MCPServers: json.RawMessage(` null `), Agents: json.RawMessage(`null`)}}, ""},
+		{Request{RunOptions: RunOptions{MCPServers: json.RawMessage(`{"fs": "npx srv"}`)}}, `mcp_servers.fs: not a JSON object`},
+		{Request{RunOptions: RunOptions{MCPServers: json.RawMessage(`{"fs": {`)}}, `mcp_servers: not a JSON object`},
+		{Request{RunOptions: RunOptions{Agents: json.RawMessage(`"reviewer"`)}}, `agents: not a JSON object`},
+		{Request{RunOptions: RunOptions{Agents: json.RawMessage(`{"reviewer": 1}`)}}, `agents.reviewer: not a JSON object`},
+		{Request{RunOptions: RunOptions{AddDirs: []string{"/nonexistent/x"}}}, `add_dirs[0]: "/nonexistent/x": no such directory`},
+		{Request{RunOptions: RunOptions{Cwd: cwd, AddDirs: []string{"sub", "nope"}}}, `add_dirs[1]: "nope": no such directory`},
+		{Request{RunOptions: RunOptions{AddDirs: []string{file}}}, `add_dirs[0]: "` + file + `": not a directory`},
+		{Request{RunOptions: RunOptions{AddDirs: []string{""}}}, `add_dirs[0]: empty path`},
+		{Request{RunOptions: RunOptions{Model: "opus", FallbackModel: "opus"}}, `fallback_model: "opus" is the model itself`},
+		{Request{RunOptions: RunOptions{MaxBudgetUSD: -1}}, `max_budget_usd: -1 is negative`},
+		{Request{RunOptions: RunOptions{MaxBudgetUSD: math.NaN()}}, `max_budget_usd: NaN is not a number of dollars`},
+		{Request{RunOptions: RunOptions{MaxBudgetUSD: math.Inf(1)}}, `max_budget_usd: +Inf is not a number of dollars`},
+		{Request{RunOptions: RunOptions{MaxThinkingTokens: -5}}, `max_thinking_tokens: -5 is negative`},
+		{Request{RunOptions: RunOptions{SettingSources: &[]string{"user", "global"}}}, `setting_sources[1]: "global" (allowed: user, project, local)`},
+		{Request{RunOptions: RunOptions{SettingSources: &[]string{"User"}}}, `setting_sources[0]: "User" (allowed: user, project, local)`},
+		{Request{
+			RunOptions: RunOptions{
+				Cwd:               cwd,
+				AllowedTools:      []string{"Bash(git *)"},
+				DisallowedTools:   []string{"Write"},
+				MCPServers:        json.RawMessage(`{}`),
+				Agents:            json.RawMessage(`{"a":{"description":"d","prompt":"p"}}`),
+				AddDirs:           []string{"sub", cwd},
+				Model:             "opus",
+				FallbackModel:     "sonnet",
+				MaxBudgetUSD:      0.5,
+				MaxThinkingTokens: 1024,
+				SystemPrompt:      "x",
+				SettingSources:    &[]string{},
+			},
+		}, ""},
 	} {
 		err := Validate(tt.req)
 		switch {
@@ -256,13 +285,14 @@ func TestValidateTypedOptions(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	for _, req := range []Request{
-		{PermissionMode: "yolo"}, {Fork: true}, {MaxTurns: -1}, {Cwd: "/nonexistent/dir"},
+		{RunOptions: RunOptions{PermissionMode: "yolo"}}, {RunOptions: RunOptions{Fork: true}},
+		{RunOptions: RunOptions{MaxTurns: -1}}, {RunOptions: RunOptions{Cwd: "/nonexistent/dir"}},
 	} {
 		if err := validate(req); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("validate(%+v) = %v", req, err)
 		}
 	}
-	if permissionMode(Request{PermissionMode: streamjson.PermissionModeBypassPermissions}) != streamjson.PermissionModeDefault {
+	if permissionMode(Request{RunOptions: RunOptions{PermissionMode: streamjson.PermissionModeBypassPermissions}}) != streamjson.PermissionModeDefault {
 		t.Error("bypassPermissions must not be sent to the CLI (refused as root)")
 	}
 }
@@ -275,7 +305,7 @@ func TestStopGitCheck(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	r := &run{req: Request{Cwd: dir}}
+	r := &run{req: Request{RunOptions: RunOptions{Cwd: dir}}}
 	cb := &streamjson.HookCallbackRequest{CallbackID: callbackStopGit, Input: []byte(`{"hook_event_name":"Stop"}`)}
 	if got := r.hookAnswer(t.Context(), cb).(map[string]any)["decision"]; got != "approve" {
 		t.Errorf("clean tree: %v", got)

@@ -6,5 +6,7 @@
 // result as seed 002 defines it, and stops the whole process tree, tools in
 // sessions of their own included, when a run is cancelled or ends.
 //
-// It knows nothing of the extension protocol or HTTP.
+// It knows nothing of the extension protocol or HTTP, but for one thing:
+// RunOptions are the contract's prompt options (CONTRACT §7), JSON names
+// included, so every front end declares and validates them in one place.
 package executor

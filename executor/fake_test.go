@@ -72,7 +72,7 @@ func fakeRun(t *testing.T, ctx context.Context, mode fakecli.Mode, req Request, 
 func TestNormalTurn(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "stdin")
 	res, rec, err := fakeRun(t, context.Background(), fakecli.ModeNormal,
-		Request{Model: "-weird-model", MaxTurns: 3}, nil, fakecli.WithRecordFile(record))
+		Request{RunOptions: RunOptions{Model: "-weird-model", MaxTurns: 3}}, nil, fakecli.WithRecordFile(record))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestStartingMode(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			record := filepath.Join(t.TempDir(), "stdin")
-			_, rec, err := fakeRun(t, context.Background(), fakecli.ModeNormal, Request{PermissionMode: c.req}, nil,
+			_, rec, err := fakeRun(t, context.Background(), fakecli.ModeNormal, Request{RunOptions: RunOptions{PermissionMode: c.req}}, nil,
 				fakecli.WithRecordFile(record), fakecli.WithConfiguredMode(c.configured))
 			if err != nil {
 				t.Fatal(err)
@@ -331,7 +331,7 @@ func TestApprovalsWithFakeCLI(t *testing.T) {
 				mu.Unlock()
 				return tt.approver.Approve(ctx, r)
 			})
-			res, err := e.Run(context.Background(), Request{Prompt: "go", Approvals: true}, nil, wrapped)
+			res, err := e.Run(context.Background(), Request{RunOptions: RunOptions{Approvals: true}, Prompt: "go"}, nil, wrapped)
 			if err != nil || res.Status != StatusCompleted {
 				t.Fatalf("%+v %v", res, err)
 			}
@@ -353,7 +353,7 @@ func TestHooksConfiguration(t *testing.T) {
 	if h := hooks(Request{}); len(h) != 1 || h["PreToolUse"][0].Matcher != "^(ExitPlanMode|AskUserQuestion)$" {
 		t.Errorf("no approvals: %v", h)
 	}
-	h := hooks(Request{Approvals: true, StopGitCheck: true})
+	h := hooks(Request{RunOptions: RunOptions{Approvals: true, StopGitCheck: true}})
 	if h["PreToolUse"][0].Matcher != "^(ExitPlanMode|AskUserQuestion)$" || h["Stop"][0].HookCallbackIDs[0] != callbackStopGit {
 		t.Errorf("hooks %+v", h)
 	}
@@ -415,7 +415,7 @@ func TestInterruptCancelsPendingApprovals(t *testing.T) {
 		close(done)
 		return Decision{}, actx.Err()
 	})
-	res, _, err := fakeRun(t, ctx, fakecli.ModeTool, Request{Approvals: true}, approver)
+	res, _, err := fakeRun(t, ctx, fakecli.ModeTool, Request{RunOptions: RunOptions{Approvals: true}}, approver)
 	if err != nil || res.Status != StatusCancelled {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -41,7 +41,7 @@ func BenchmarkLiveFollowUp(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) {
 		rb := newRealBench(b, s)
 		e := New(Options{CLIPath: rb.cli.Path, BaseEnv: rb.env})
-		first, err := e.Run(b.Context(), Request{Prompt: s.prompt, Cwd: rb.cwd, MaxTurns: benchMaxTurns}, ObserverFunc(func(Event) {}), nil)
+		first, err := e.Run(b.Context(), Request{RunOptions: RunOptions{Cwd: rb.cwd, MaxTurns: benchMaxTurns}, Prompt: s.prompt}, ObserverFunc(func(Event) {}), nil)
 		if err != nil || first.Stdout != s.want || first.ConversationID == "" {
 			b.Fatalf("first turn: %+v, %v", first, err)
 		}
@@ -57,7 +57,7 @@ func BenchmarkLiveFollowUp(b *testing.B) {
 					result = ev.Time.Sub(start)
 				}
 			})
-			res, err := e.Run(ctx, Request{Prompt: "go on", Cwd: rb.cwd, MaxTurns: benchMaxTurns, Resume: conv}, obs, nil)
+			res, err := e.Run(ctx, Request{RunOptions: RunOptions{Cwd: rb.cwd, MaxTurns: benchMaxTurns, Resume: conv}, Prompt: "go on"}, obs, nil)
 			if err != nil || res.Status != StatusCompleted || res.ConversationID != conv || result <= 0 {
 				b.Fatalf("resume %s: %+v, %v (result after %v)", conv, res, err, result)
 			}
@@ -69,7 +69,7 @@ func BenchmarkLiveFollowUp(b *testing.B) {
 	b.Run("live", func(b *testing.B) {
 		rb := newRealBench(b, s)
 		e := New(Options{CLIPath: rb.cli.Path, BaseEnv: rb.env})
-		lr := startBenchLive(b, e, Request{Prompt: s.prompt, Cwd: rb.cwd, MaxTurns: benchMaxTurns})
+		lr := startBenchLive(b, e, Request{RunOptions: RunOptions{Cwd: rb.cwd, MaxTurns: benchMaxTurns}, Prompt: s.prompt})
 		if ev := lr.turn(b, 1); ev.TurnResult.Stdout != s.want {
 			b.Fatalf("turn 1 says %q, want %q", ev.TurnResult.Stdout, s.want)
 		}
@@ -306,7 +306,7 @@ func (rb *realBench) relayThreeTurns(e *Executor) func(context.Context) (convTim
 		start := time.Now()
 		go func() {
 			defer close(done)
-			res, runErr = e.Run(ctx, Request{Prompt: threeTurns[0].prompt, Cwd: rb.cwd, MaxTurns: benchMaxTurns, KeepAlive: true, Inputs: in}, obs, nil)
+			res, runErr = e.Run(ctx, Request{RunOptions: RunOptions{Cwd: rb.cwd, MaxTurns: benchMaxTurns, KeepAlive: true}, Prompt: threeTurns[0].prompt, Inputs: in}, obs, nil)
 		}()
 		defer func() {
 			cancel() // a no-op once the run ended by itself

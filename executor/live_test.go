@@ -138,8 +138,13 @@ func TestLiveFollowUpsQueueAndEnd(t *testing.T) {
 		{Blocks: []mockapi.Block{mockapi.Text("two, slowly streamed")}, DeltaDelay: 150 * time.Millisecond},
 		mockapi.TextTurn("three"),
 	}, nil)
-	lr := startLive(t, env, Request{Prompt: "first prompt alpha", KeepAlive: true,
-		Content: json.RawMessage(`[{"type":"text","text":"first prompt alpha"}]`)})
+	lr := startLive(t, env, Request{
+		RunOptions: RunOptions{
+			KeepAlive: true,
+		},
+		Prompt:  "first prompt alpha",
+		Content: json.RawMessage(`[{"type":"text","text":"first prompt alpha"}]`),
+	})
 
 	first := lr.turn(1)
 	if tr := first.TurnResult; tr == nil || tr.Status != StatusCompleted || tr.Stdout != "one" || !tr.HasUsage ||
@@ -218,7 +223,7 @@ func TestLiveInterruptKeepsTheRun(t *testing.T) {
 		mockapi.TextTurn("after the interrupt"),
 	}, nil)
 	runID := "live-interrupt-" + strings.ReplaceAll(t.Name(), "/", "-")
-	lr := startLive(t, env, Request{RunID: runID, Prompt: "wait", KeepAlive: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: runID, Prompt: "wait"})
 	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
 
 	if err := lr.input(Input{Kind: InputInterrupt, By: wire.ByExtension}); err != nil {
@@ -265,7 +270,7 @@ func TestLiveSetModePlanStopsWrites(t *testing.T) {
 		mockapi.ToolTurn("Write", map[string]any{"file_path": out, "content": "planned\n"}),
 		mockapi.TextTurn("planned"),
 	}, nil)
-	lr := startLive(t, env, Request{Prompt: "hello", KeepAlive: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, Prompt: "hello"})
 	lr.turn(1)
 
 	if err := lr.input(Input{Kind: InputSetMode, Mode: streamjson.PermissionModePlan}); err != nil {
@@ -306,7 +311,7 @@ func TestLiveSetModePlanStopsWrites(t *testing.T) {
 
 func TestLiveSetModel(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("a"), mockapi.TextTurn("b")}, nil)
-	lr := startLive(t, env, Request{Prompt: "hello", KeepAlive: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, Prompt: "hello"})
 	lr.turn(1)
 	before, _ := env.api.LastMainRequest()
 	if err := lr.input(Input{Kind: InputSetModel, Model: "claude-haiku-4-5"}); err != nil {
@@ -330,7 +335,7 @@ func TestLiveSetModel(t *testing.T) {
 
 func TestLiveIdleTimeoutCompletes(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("hi")}, nil)
-	lr := startLive(t, env, Request{Prompt: "hello", KeepAlive: true, IdleTimeout: 200 * time.Millisecond})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, Prompt: "hello", IdleTimeout: 200 * time.Millisecond})
 	res, err := lr.wait()
 	if err != nil || res.Status != StatusCompleted || res.Stdout != "hi" || res.CLIExitCode != 0 {
 		t.Fatalf("result %+v, %v", res, err)
@@ -342,7 +347,7 @@ func TestLiveIdleTimeoutCompletes(t *testing.T) {
 
 func TestLiveClosedInputsEndTheRun(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("hi")}, nil)
-	lr := startLive(t, env, Request{Prompt: "hello", KeepAlive: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, Prompt: "hello"})
 	lr.turn(1)
 	close(lr.in)
 	if res, err := lr.wait(); err != nil || res.Status != StatusCompleted {
@@ -355,7 +360,7 @@ func TestLiveClosedInputsEndTheRun(t *testing.T) {
 func TestLiveCancelWhileIdle(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("hi")}, nil)
 	runID := "live-cancel-" + strings.ReplaceAll(t.Name(), "/", "-")
-	lr := startLive(t, env, Request{RunID: runID, Prompt: "hello", KeepAlive: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: runID, Prompt: "hello"})
 	lr.turn(1)
 	lr.stopFor(&Stop{Why: "closed by the client"})
 	res, err := lr.wait()
@@ -376,7 +381,7 @@ func TestLiveClosedDuringATurn(t *testing.T) {
 		mockapi.TextTurn("never"),
 	}, nil)
 	runID := "live-closed-" + strings.ReplaceAll(t.Name(), "/", "-")
-	lr := startLive(t, env, Request{RunID: runID, Prompt: "wait", KeepAlive: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: runID, Prompt: "wait"})
 	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
 	lr.stopFor(&Stop{By: wire.ByACP, Why: "closed by the client"})
 	res, err := lr.wait()
@@ -426,7 +431,7 @@ func TestOneShotTakesInterruptNotSends(t *testing.T) {
 
 func TestPartialMessagesReachTheObserver(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("streamed in pieces")}, nil)
-	res, rec := env.run(t, Request{Prompt: "hello", PartialMessages: true}, nil)
+	res, rec := env.run(t, Request{RunOptions: RunOptions{PartialMessages: true}, Prompt: "hello"}, nil)
 	if res.Status != StatusCompleted || res.Stdout != "streamed in pieces" {
 		t.Fatalf("result %+v", res)
 	}
@@ -536,7 +541,7 @@ func TestPlanRunWithoutApprovalsPlansFirst(t *testing.T) {
 		mockapi.ToolTurn("Write", write),
 		mockapi.TextTurn("done"),
 	}, nil)
-	res, rec := env.run(t, Request{Prompt: "plan it", PermissionMode: streamjson.PermissionModePlan}, nil)
+	res, rec := env.run(t, Request{RunOptions: RunOptions{PermissionMode: streamjson.PermissionModePlan}, Prompt: "plan it"}, nil)
 	if res.Status != StatusCompleted {
 		t.Fatalf("result %+v", res)
 	}
@@ -560,7 +565,7 @@ func TestLiveCancelDuringATurn(t *testing.T) {
 		mockapi.TextTurn("never"),
 	}, nil)
 	runID := "live-cancel-turn-" + strings.ReplaceAll(t.Name(), "/", "-")
-	lr := startLive(t, env, Request{RunID: runID, Prompt: "hello", KeepAlive: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: runID, Prompt: "hello"})
 	lr.turn(1)
 	if err := lr.send("wait"); err != nil {
 		t.Fatal(err)
@@ -582,7 +587,7 @@ func TestLiveCancelDuringATurn(t *testing.T) {
 func TestLiveIdleStartWaitsForTheFirstSend(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("first answer")}, nil)
 	id := "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"
-	lr := startLive(t, env, Request{RunID: "idle-" + t.Name(), KeepAlive: true, Idle: true, SessionID: id})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: "idle-" + t.Name(), Idle: true, SessionID: id})
 	waitUntil(t, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
 	if n := len(env.api.Requests()); n != 0 {
 		t.Fatalf("%d Messages API requests before the first send", n)
@@ -604,7 +609,7 @@ func TestLiveIdleStartWaitsForTheFirstSend(t *testing.T) {
 // An idle start ended before any message completes: nothing ran.
 func TestLiveIdleStartEndedBeforeAnySend(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("unused")}, nil)
-	lr := startLive(t, env, Request{RunID: "idle-end-" + t.Name(), KeepAlive: true, Idle: true})
+	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: "idle-end-" + t.Name(), Idle: true})
 	waitUntil(t, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
 	if err := lr.input(Input{Kind: InputEnd}); err != nil {
 		t.Fatal(err)
@@ -622,7 +627,7 @@ func TestRealForkWithSessionID(t *testing.T) {
 		t.Fatalf("first %+v", first)
 	}
 	id := "5d1c9a63-2b1e-4f7a-9c1e-0a6f3b2d8e47"
-	forked, _ := env.run(t, Request{Prompt: "fork it", Resume: first.ConversationID, Fork: true, SessionID: id}, nil)
+	forked, _ := env.run(t, Request{RunOptions: RunOptions{Resume: first.ConversationID, Fork: true}, Prompt: "fork it", SessionID: id}, nil)
 	if forked.Status != StatusCompleted || forked.ConversationID != id {
 		t.Fatalf("forked %+v, want conversation %s", forked, id)
 	}
@@ -654,8 +659,14 @@ func TestLiveRecordFollowsTheTurn(t *testing.T) {
 		}
 		return rec
 	}
-	lr := startLive(t, env, Request{RunID: "live-rec", Prompt: "first", KeepAlive: true,
-		Spool: proc.SpoolKey{SessionID: "s1", InteractionID: "i1"}})
+	lr := startLive(t, env, Request{
+		RunOptions: RunOptions{
+			KeepAlive: true,
+		},
+		RunID:  "live-rec",
+		Prompt: "first",
+		Spool:  proc.SpoolKey{SessionID: "s1", InteractionID: "i1"},
+	})
 	lr.turn(1)
 	if got := recorded().Spool; got != (proc.SpoolKey{SessionID: "s1", InteractionID: "i1"}) {
 		t.Errorf("during turn 1 the record names %+v", got)

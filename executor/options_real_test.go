@@ -23,16 +23,18 @@ func TestRealTypedOptions(t *testing.T) {
 	denyEditInProjectSettings(t, env.cwd)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	res, rec := env.run(t, Request{
-		Prompt:          "use the options",
-		AllowedTools:    []string{"Bash(touch *)", "Read"},
-		DisallowedTools: []string{"Write"},
-		SystemPrompt:    "You are relay-options-test.",
-		AddDirs:         []string{dirA, dirB},
-		Agents:          json.RawMessage(`{"reviewer": {"description": "Reviews relay code", "prompt": "You review."}}`),
-		MCPServers:      json.RawMessage(`{"relay-probe": {"command": "/nonexistent/mcp-server"}}`),
-		MaxBudgetUSD:    5,
-		// No settings files: the project's deny of Edit is not loaded.
-		HasSettingSources: true,
+		RunOptions: RunOptions{
+			AllowedTools:    []string{"Bash(touch *)", "Read"},
+			DisallowedTools: []string{"Write"},
+			SystemPrompt:    "You are relay-options-test.",
+			AddDirs:         []string{dirA, dirB},
+			Agents:          json.RawMessage(`{"reviewer": {"description": "Reviews relay code", "prompt": "You review."}}`),
+			MCPServers:      json.RawMessage(`{"relay-probe": {"command": "/nonexistent/mcp-server"}}`),
+			MaxBudgetUSD:    5,
+			// No settings files: the project's deny of Edit is not loaded.
+			SettingSources: &[]string{},
+		},
+		Prompt: "use the options",
 	}, nil)
 	if res.Status != StatusCompleted || res.Stdout != "options done" {
 		t.Fatalf("result %+v", res)
@@ -72,19 +74,18 @@ func TestRealTypedOptions(t *testing.T) {
 func TestRealSettingSources(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
-		sources  []string
-		has      bool
+		sources  *[]string
 		wantEdit bool
 	}{
-		{"absent: the CLI's default", nil, false, false},
-		{"empty: none", []string{}, true, true},
-		{"user only", []string{"user"}, true, true},
-		{"project", []string{"project"}, false, false},
+		{"absent: the CLI's default", nil, false},
+		{"empty: none", &[]string{}, true},
+		{"user only", &[]string{"user"}, true},
+		{"project", &[]string{"project"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("ok")}, nil)
 			denyEditInProjectSettings(t, env.cwd)
-			res, _ := env.run(t, Request{Prompt: "hi", SettingSources: tt.sources, HasSettingSources: tt.has}, nil)
+			res, _ := env.run(t, Request{RunOptions: RunOptions{SettingSources: tt.sources}, Prompt: "hi"}, nil)
 			last, _ := env.api.LastMainRequest()
 			if res.Status != StatusCompleted || slices.Contains(last.Tools, "Edit") != tt.wantEdit {
 				t.Errorf("status %s, tools %v: want Edit there = %v", res.Status, last.Tools, tt.wantEdit)
@@ -98,7 +99,7 @@ func TestRealSettingSources(t *testing.T) {
 // (claude-sonnet-4-5); adaptive-thinking ones (its default) ignore it.
 func TestRealMaxThinkingTokens(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("thought")}, nil)
-	res, _ := env.run(t, Request{Prompt: "think", Model: "claude-sonnet-4-5", MaxThinkingTokens: 2048}, nil)
+	res, _ := env.run(t, Request{RunOptions: RunOptions{Model: "claude-sonnet-4-5", MaxThinkingTokens: 2048}, Prompt: "think"}, nil)
 	last, _ := env.api.LastMainRequest()
 	th, _ := last.JSON["thinking"].(map[string]any)
 	if res.Status != StatusCompleted || th["type"] != "enabled" || th["budget_tokens"] != float64(2048) {
@@ -120,7 +121,7 @@ func TestRealStopGitCheck(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(env.cwd, "dirty.txt"), []byte("x\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := env.run(t, Request{Prompt: "finish", StopGitCheck: true}, nil)
+	res, _ := env.run(t, Request{RunOptions: RunOptions{StopGitCheck: true}, Prompt: "finish"}, nil)
 	if res.Status != StatusCompleted || !strings.HasSuffix(res.Stdout, "second stop") || res.NumTurns != 2 {
 		t.Fatalf("result %+v: want the blocked stop to lead to a second answer", res)
 	}

@@ -119,7 +119,7 @@ func TestRealApprovals(t *testing.T) {
 				func(o *Options) { o.ApprovalTimeout = time.Second })
 			var asked []ApprovalRequest
 			var mu sync.Mutex
-			res, _ := env.run(t, Request{Prompt: "write", Approvals: true}, approverFunc(func(ctx context.Context, r ApprovalRequest) (Decision, error) {
+			res, _ := env.run(t, Request{RunOptions: RunOptions{Approvals: true}, Prompt: "write"}, approverFunc(func(ctx context.Context, r ApprovalRequest) (Decision, error) {
 				mu.Lock()
 				asked = append(asked, r)
 				mu.Unlock()
@@ -162,7 +162,7 @@ func TestRealExitPlanModeSwitchesMode(t *testing.T) {
 	}, nil)
 	var asked []string
 	var mu sync.Mutex
-	res, rec := env.run(t, Request{Prompt: "plan it", PermissionMode: streamjson.PermissionModePlan, Approvals: true},
+	res, rec := env.run(t, Request{RunOptions: RunOptions{PermissionMode: streamjson.PermissionModePlan, Approvals: true}, Prompt: "plan it"},
 		approverFunc(func(_ context.Context, r ApprovalRequest) (Decision, error) {
 			mu.Lock()
 			asked = append(asked, r.ToolName)
@@ -191,7 +191,7 @@ func TestRealResumeAndFork(t *testing.T) {
 	if first.Status != StatusCompleted || first.ConversationID == "" {
 		t.Fatalf("first run %+v", first)
 	}
-	resumed, _ := env.run(t, Request{Prompt: "what was the word?", Resume: first.ConversationID}, nil)
+	resumed, _ := env.run(t, Request{RunOptions: RunOptions{Resume: first.ConversationID}, Prompt: "what was the word?"}, nil)
 	if resumed.Status != StatusCompleted || resumed.ConversationID != first.ConversationID || resumed.Stdout != "second answer" {
 		t.Fatalf("resumed run %+v", resumed)
 	}
@@ -199,7 +199,7 @@ func TestRealResumeAndFork(t *testing.T) {
 	if !ok || !strings.Contains(string(last.Body), "remember the word pelican") {
 		t.Errorf("the resumed run did not send the earlier history")
 	}
-	forked, _ := env.run(t, Request{Prompt: "fork it", Resume: first.ConversationID, Fork: true}, nil)
+	forked, _ := env.run(t, Request{RunOptions: RunOptions{Resume: first.ConversationID, Fork: true}, Prompt: "fork it"}, nil)
 	if forked.Status != StatusCompleted || forked.ConversationID == "" || forked.ConversationID == first.ConversationID {
 		t.Fatalf("fork should yield a new conversation ID: %+v (first %s)", forked, first.ConversationID)
 	}
@@ -215,7 +215,7 @@ func TestRealCancelLeavesNoProcess(t *testing.T) {
 	defer cancel()
 	done := make(chan *Result, 1)
 	go func() {
-		res, _ := env.e.Run(ctx, Request{RunID: runID, Prompt: "wait", Cwd: env.cwd, MaxTurns: 4}, nil, nil)
+		res, _ := env.e.Run(ctx, Request{RunOptions: RunOptions{Cwd: env.cwd, MaxTurns: 4}, RunID: runID, Prompt: "wait"}, nil, nil)
 		done <- res
 	}()
 	// Wait until the tool's sleep runs, in its own session, carrying our marker.

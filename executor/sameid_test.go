@@ -32,7 +32,7 @@ func TestSameRunIDInAnotherHelperIsLeftAlone(t *testing.T) {
 	}
 	waiting := make(chan outcome, 1)
 	go func() {
-		res, _, err := fakeRun(t, context.Background(), fakecli.ModeTool, Request{RunID: "same", Approvals: true}, approver)
+		res, _, err := fakeRun(t, context.Background(), fakecli.ModeTool, Request{RunOptions: RunOptions{Approvals: true}, RunID: "same"}, approver)
 		waiting <- outcome{res, err}
 	}()
 	select {

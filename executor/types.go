@@ -31,27 +31,12 @@ var (
 	ErrBadInput   = errors.New("invalid input for a live run")
 )
 
-// Request is one background run.
+// Request is one background run: the prompt options (RunOptions) and what
+// only the executor's caller knows.
 type Request struct {
-	RunID              string
-	Prompt             string
-	Cwd                string
-	Model              string
-	PermissionMode     streamjson.PermissionMode // one of streamjson.Modes; "" = the CLI's configured default
-	Approvals          bool                      // ask the Approver for every tool but the read-only ones
-	Resume             string                    // conversation ID to resume
-	Fork               bool                      // with Resume: fork into a new conversation
-	Continue           bool                      // continue the most recent conversation in Cwd
-	MaxTurns           int
-	AppendSystemPrompt string
-	Env                map[string]string // highest-precedence environment for this run
-	AdditionalArgs     []string
-	// StopGitCheck registers a Stop hook that blocks while the git tree has
-	// uncommitted changes (prompt option stop_git_check).
-	StopGitCheck bool
-
-	// Live runs (CONTRACT §7).
-	KeepAlive bool // the run stays open after a result and takes Inputs; ends on InputEnd, ctx, or IdleTimeout
+	RunOptions
+	RunID  string
+	Prompt string
 	// Idle (with KeepAlive and no Prompt) starts the CLI and initializes it
 	// without a first turn: the first InputSend is the first turn. An ACP
 	// session starts its CLI this way, so its first prompt does not wait
@@ -75,29 +60,7 @@ type Request struct {
 	// Content, when set, is the first user message's content (a JSON array
 	// of content blocks, or a JSON string) instead of Prompt's text. Prompt
 	// must still be non-blank: a blank one completes at once (seed 002).
-	Content         json.RawMessage
-	PartialMessages bool // pass --include-partial-messages (stream_event lines reach the Observer as EventLine like any other line)
-
-	// Typed prompt options (CONTRACT §7), validated by Run and mapped to
-	// the CLI's flags by command; zero values ask for the CLI's defaults.
-	AllowedTools    []string        // allowed_tools: --allowedTools, one per tool ("Bash(git *)" rules too)
-	DisallowedTools []string        // disallowed_tools: --disallowedTools, one per tool
-	MCPServers      json.RawMessage // mcp_servers: Claude Code's mcpServers object, --mcp-config={"mcpServers":…}
-	AddDirs         []string        // add_dirs: --add-dir, one per directory; relative to Cwd
-	FallbackModel   string          // fallback_model: --fallback-model
-	MaxBudgetUSD    float64         // max_budget_usd: --max-budget-usd
-	// MaxThinkingTokens is set as MAX_THINKING_TOKENS in the CLI's
-	// environment: the pinned CLI has no flag for it, and the variable
-	// takes precedence over the settings.
-	MaxThinkingTokens int
-	SystemPrompt      string          // system_prompt: --system-prompt, replacing the default one
-	Agents            json.RawMessage // agents: Claude Code's subagent definitions object, --agents
-	// SettingSources (setting_sources: user, project, local) are the
-	// settings files the CLI loads. HasSettingSources tells an empty list
-	// (load none: --setting-sources=) from an absent one (the CLI's
-	// default); a non-empty list is passed either way.
-	SettingSources    []string
-	HasSettingSources bool
+	Content json.RawMessage
 }
 
 // Status is how a run or a live run's turn ended (wire's vocabulary).

@@ -55,7 +55,7 @@ func TestExitGuardKeepAliveAfterStdinClosed(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	in := make(chan Input)
 	close(in) // the run ends after its first turn
-	res, rec, err := watchRun(t, fakecli.ModeNoExit, Request{KeepAlive: true, Inputs: in},
+	res, rec, err := watchRun(t, fakecli.ModeNoExit, Request{RunOptions: RunOptions{KeepAlive: true}, Inputs: in},
 		func(o *Options) { o.ExitGrace = 300 * time.Millisecond }, fakecli.WithPidFile(pids))
 	if err != nil || res.Status != StatusCompleted || len(rec.kinds(EventTurnCompleted)) != 1 {
 		t.Fatalf("%+v %v", res, err)
@@ -116,7 +116,7 @@ func TestStallAnsweredByTheCLIStillFailsAOneShotRun(t *testing.T) {
 func TestStallOfALiveTurnLeavesTheRunAlive(t *testing.T) {
 	in := make(chan Input)
 	close(in) // end after the (interrupted) turn
-	res, rec, err := watchRun(t, fakecli.ModeSlow, Request{KeepAlive: true, Inputs: in}, func(o *Options) {
+	res, rec, err := watchRun(t, fakecli.ModeSlow, Request{RunOptions: RunOptions{KeepAlive: true}, Inputs: in}, func(o *Options) {
 		o.StallTimeout = 300 * time.Millisecond
 	}, fakecli.WithLineDelay(time.Minute))
 	if err != nil || res.Status != StatusCompleted {

@@ -23,9 +23,9 @@ func TestPromptRefusedBeforeStart(t *testing.T) {
 		cliError     string
 		code, msg    string
 	}{
-		{"missing cwd", "x", PromptOptions{Cwd: "/nonexistent/dir"}, "", CodeBadValue, `cwd "/nonexistent/dir": no such file or directory`},
-		{"cwd is a file", "x", PromptOptions{Cwd: file}, "", CodeBadValue, "is not a directory"},
-		{"fork without resume", "x", PromptOptions{Fork: true}, "", CodeBadValue, "fork needs resume"},
+		{"missing cwd", "x", PromptOptions{RunOptions: executor.RunOptions{Cwd: "/nonexistent/dir"}}, "", CodeBadValue, `cwd "/nonexistent/dir": no such file or directory`},
+		{"cwd is a file", "x", PromptOptions{RunOptions: executor.RunOptions{Cwd: file}}, "", CodeBadValue, "is not a directory"},
+		{"fork without resume", "x", PromptOptions{RunOptions: executor.RunOptions{Fork: true}}, "", CodeBadValue, "fork needs resume"},
 		{"no CLI", "x", PromptOptions{}, "no claude in PATH", CodeCLINotFound, "cannot run the Claude CLI: no claude in PATH (`claude-relay doctor`"},
 	}
 	for _, tt := range tests {
@@ -65,7 +65,7 @@ func TestBlankPromptNeedsNoCLI(t *testing.T) {
 // description is only the message.
 func TestApprovalTitleIsTheWholeCommand(t *testing.T) {
 	h := newHarness(t, nil)
-	h.prompt("t", "approve Bash", PromptOptions{Approvals: true})
+	h.prompt("t", "approve Bash", PromptOptions{RunOptions: executor.RunOptions{Approvals: true}})
 	req := h.waitEvent(EventApprovalRequested, "t")
 	if req.Title != "$ ls" || req.Message != "lists files" {
 		t.Errorf("approval_requested title %q message %q", req.Title, req.Message)

@@ -72,11 +72,16 @@ func TestContentBlocksRecorded(t *testing.T) {
 	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.Core.Executor = liveFake{} })
 	prompt := "look"
 	h.cmd(Command{Action: ActionPrompt, RequestID: "p1", RunID: "r1", SessionID: "s1", Prompt: &prompt, Options: PromptOptions{
-		Cwd: dir, KeepAlive: true, Content: []content.Block{
+		RunOptions: executor.RunOptions{
+			Cwd:       dir,
+			KeepAlive: true,
+		},
+		Content: []content.Block{
 			{Type: "text", Text: "at this"},
 			{Type: "image", Data: base64.StdEncoding.EncodeToString(img)},
 			{Type: "file", Path: "notes.txt"},
-		}}})
+		},
+	}})
 	h.waitFor("turn 1", func(ev Event) bool { return ev.Event == EventTurnCompleted && ev.Turn == 1 })
 	h.cmd(Command{Action: ActionSend, RequestID: "s-img", RunID: "r1", InteractionID: "i2", Content: []content.Block{{Type: "image", Path: "shot.png"}}})
 	h.waitFor("turn 2", func(ev Event) bool { return ev.Event == EventTurnCompleted && ev.Turn == 2 })

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
@@ -56,38 +57,12 @@ type Command struct {
 
 // PromptOptions are a prompt's (and a terminal's) options.
 type PromptOptions struct {
-	Cwd                string            `json:"cwd,omitempty"`
-	Model              string            `json:"model,omitempty"`
-	PermissionMode     string            `json:"permission_mode,omitempty"` // default, acceptEdits, plan, bypassPermissions
-	Approvals          bool              `json:"approvals,omitempty"`
-	Resume             string            `json:"resume,omitempty"`
-	ResumeLastSession  bool              `json:"resume_last_session,omitempty"`
-	Fork               bool              `json:"fork,omitempty"`
-	Continue           bool              `json:"continue,omitempty"`
-	MaxTurns           int               `json:"max_turns,omitempty"`
-	SystemPromptAppend string            `json:"system_prompt_append,omitempty"`
-	Env                map[string]string `json:"env,omitempty"`
-	AdditionalArgs     []string          `json:"additional_args,omitempty"`
-	ExitOnComplete     bool              `json:"exit_on_complete,omitempty"`
-
-	// Protocol 2 (CONTRACT §7).
-	KeepAlive       bool            `json:"keep_alive,omitempty"`
-	IdleTimeout     string          `json:"idle_timeout,omitempty"` // a duration such as "30m"
-	Content         []content.Block `json:"content,omitempty"`
-	PartialMessages bool            `json:"partial_messages,omitempty"`
-	StopGitCheck    bool            `json:"stop_git_check,omitempty"`
-
-	// Typed CLI options (README: what each maps to).
-	AllowedTools      []string        `json:"allowed_tools,omitempty"`
-	DisallowedTools   []string        `json:"disallowed_tools,omitempty"`
-	MCPServers        json.RawMessage `json:"mcp_servers,omitempty"`
-	AddDirs           []string        `json:"add_dirs,omitempty"`
-	FallbackModel     string          `json:"fallback_model,omitempty"`
-	MaxBudgetUSD      float64         `json:"max_budget_usd,omitempty"`
-	MaxThinkingTokens int             `json:"max_thinking_tokens,omitempty"`
-	SystemPrompt      string          `json:"system_prompt,omitempty"`
-	Agents            json.RawMessage `json:"agents,omitempty"`
-	SettingSources    *[]string       `json:"setting_sources,omitempty"` // [] loads no settings files
+	// The options every front end passes to a run, JSON names included.
+	executor.RunOptions
+	ResumeLastSession bool            `json:"resume_last_session,omitempty"`
+	ExitOnComplete    bool            `json:"exit_on_complete,omitempty"`
+	IdleTimeout       string          `json:"idle_timeout,omitempty"` // a duration such as "30m"
+	Content           []content.Block `json:"content,omitempty"`
 }
 
 // Event names.

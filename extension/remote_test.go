@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -27,7 +28,7 @@ func TestApprovalDecidedInTheDashboard(t *testing.T) {
 		}
 	})
 	core := <-cores
-	h.prompt("d", "approve Bash", PromptOptions{Approvals: true})
+	h.prompt("d", "approve Bash", PromptOptions{RunOptions: executor.RunOptions{Approvals: true}})
 	req := h.waitEvent(EventApprovalRequested, "d")
 	if err := core.Answer("", req.ApprovalID, relay.Reply{Decision: wire.DecisionAllow, By: wire.ByDashboard, ByDetail: "dashboard:phone", DecisionID: "dec-1",
 		InputSHA256: wire.InputDigest(req.Input)}); err != nil {

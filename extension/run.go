@@ -37,15 +37,9 @@ func (s *Server) prompt(cmd Command) {
 		cmd.RunID = uuid.NewString()
 	}
 	o := cmd.Options
-	req := relay.Request{RequestID: cmd.RequestID, RunID: cmd.RunID, SessionID: cmd.SessionID, InteractionID: cmd.InteractionID,
-		Prompt: prompt, Cwd: o.Cwd, Model: o.Model, PermissionMode: o.PermissionMode, Approvals: o.Approvals,
-		Resume: o.Resume, ResumeLastSession: o.ResumeLastSession, Fork: o.Fork, Continue: o.Continue, MaxTurns: o.MaxTurns,
-		SystemPromptAppend: o.SystemPromptAppend, Env: o.Env, AdditionalArgs: o.AdditionalArgs,
-		Content: append(slices.Clone(o.Content), cmd.Content...), KeepAlive: o.KeepAlive, IdleTimeout: idle,
-		PartialMessages: o.PartialMessages, StopGitCheck: o.StopGitCheck,
-		CLI: relay.CLIOptions{AllowedTools: o.AllowedTools, DisallowedTools: o.DisallowedTools, MCPServers: o.MCPServers,
-			AddDirs: o.AddDirs, FallbackModel: o.FallbackModel, MaxBudgetUSD: o.MaxBudgetUSD, MaxThinkingTokens: o.MaxThinkingTokens,
-			SystemPrompt: o.SystemPrompt, Agents: o.Agents, SettingSources: o.SettingSources}}
+	req := relay.Request{RunOptions: o.RunOptions, RequestID: cmd.RequestID, RunID: cmd.RunID, SessionID: cmd.SessionID,
+		InteractionID: cmd.InteractionID, Prompt: prompt, ResumeLastSession: o.ResumeLastSession,
+		Content: append(slices.Clone(o.Content), cmd.Content...), IdleTimeout: idle}
 	if o.ExitOnComplete {
 		// Recorded before Start: the run may end before Start returns.
 		s.mu.Lock()

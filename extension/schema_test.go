@@ -404,6 +404,12 @@ type jsonField struct {
 func jsonFields(t reflect.Type) []jsonField {
 	var out []jsonField
 	for f := range t.Fields() {
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			// encoding/json puts an untagged embedded struct's fields in
+			// the outer object (PromptOptions' executor.RunOptions).
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
 		tag, ok := f.Tag.Lookup("json")
 		if !ok || tag == "-" || !f.IsExported() {
 			continue

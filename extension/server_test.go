@@ -141,7 +141,7 @@ func TestBlankPromptCompletesWithoutCLI(t *testing.T) {
 
 func TestRunLifecycle(t *testing.T) {
 	h := newHarness(t, nil)
-	h.prompt("r1", "lines 3", PromptOptions{Model: "m1", Cwd: "/tmp", MaxTurns: 2, Env: map[string]string{"K": "v"}, AdditionalArgs: []string{"--x"}})
+	h.prompt("r1", "lines 3", PromptOptions{RunOptions: executor.RunOptions{Model: "m1", Cwd: "/tmp", MaxTurns: 2, Env: map[string]string{"K": "v"}, AdditionalArgs: []string{"--x"}}})
 	started := h.waitEvent(EventRunStarted, "r1")
 	if started.RequestID != "req-r1" || started.SessionID != "sess-r1" || started.InteractionID == "" || started.Cwd != "/tmp" {
 		t.Errorf("run_started %+v", started)
@@ -334,8 +334,8 @@ func TestSpoolFullGivesErrorAndNoStream(t *testing.T) {
 
 func TestApprovalsRoundTrip(t *testing.T) {
 	h := newHarness(t, nil)
-	h.prompt("a1", "approve Bash", PromptOptions{Approvals: true})
-	h.prompt("a2", "approve Write", PromptOptions{Approvals: true})
+	h.prompt("a1", "approve Bash", PromptOptions{RunOptions: executor.RunOptions{Approvals: true}})
+	h.prompt("a2", "approve Write", PromptOptions{RunOptions: executor.RunOptions{Approvals: true}})
 	req1 := h.waitEvent(EventApprovalRequested, "a1")
 	req2 := h.waitEvent(EventApprovalRequested, "a2")
 	if req1.ApprovalID != "ap-a1" || req1.ToolName != "Bash" || req1.ToolUseID != "toolu_a1" || !jsonEqual(req1.Input, []byte(`{"command":"ls"}`)) ||
@@ -392,7 +392,7 @@ func TestApprovalsRoundTrip(t *testing.T) {
 
 func TestCancelWhileApprovalPending(t *testing.T) {
 	h := newHarness(t, nil)
-	h.prompt("c", "approve Bash", PromptOptions{Approvals: true})
+	h.prompt("c", "approve Bash", PromptOptions{RunOptions: executor.RunOptions{Approvals: true}})
 	req := h.waitEvent(EventApprovalRequested, "c")
 	h.cmd(Command{Action: ActionCancel, RequestID: "stop", RunID: "c"})
 	gone := h.waitEvent(EventApprovalCancelled, "c")
@@ -539,7 +539,7 @@ func TestShutdownCancelsRunsDrainsAndComesLast(t *testing.T) {
 		f.stats = forwarder.Stats{Pending: 4, SpoolBytes: 812}
 	})
 	h.prompt("a", "block", PromptOptions{})
-	h.prompt("b", "approve Bash", PromptOptions{Approvals: true})
+	h.prompt("b", "approve Bash", PromptOptions{RunOptions: executor.RunOptions{Approvals: true}})
 	h.waitEvent(EventStream, "a")
 	h.waitEvent(EventApprovalRequested, "b")
 	h.cmd(Command{Action: ActionShutdown, RequestID: "bye"})
@@ -669,7 +669,7 @@ func TestTerminalCommand(t *testing.T) {
 		}
 	})
 	p := "fix it"
-	h.cmd(Command{Action: ActionTerminal, RequestID: "t1", SessionID: "s1", InteractionID: "i2", Prompt: &p, Options: PromptOptions{Resume: "conv-1"}})
+	h.cmd(Command{Action: ActionTerminal, RequestID: "t1", SessionID: "s1", InteractionID: "i2", Prompt: &p, Options: PromptOptions{RunOptions: executor.RunOptions{Resume: "conv-1"}}})
 	ev := h.waitFor("terminal_command", func(ev Event) bool { return ev.Event == EventTerminalCommand && ev.RequestID == "t1" })
 	if !slices.Equal(ev.Argv, []string{"claude-relay", "terminal", "--session=s1"}) || ev.Cwd != "/" || ev.Env["CLAUDE_RELAY_X"] != "1" ||
 		ev.SessionID != "s1" || ev.InteractionID != "i2" {
@@ -680,7 +680,7 @@ func TestTerminalCommand(t *testing.T) {
 		t.Errorf("Terminal got %+v", got)
 	}
 	mu.Unlock()
-	h.cmd(Command{Action: ActionTerminal, RequestID: "t2", Prompt: &p, Options: PromptOptions{Model: "bad"}})
+	h.cmd(Command{Action: ActionTerminal, RequestID: "t2", Prompt: &p, Options: PromptOptions{RunOptions: executor.RunOptions{Model: "bad"}}})
 	if e := h.waitError(CodeBadValue, "t2"); !strings.Contains(e.Message, "model bad") {
 		t.Errorf("error %+v", e)
 	}
@@ -695,13 +695,13 @@ func TestResumeLastSession(t *testing.T) {
 	dir := t.TempDir()
 	cwd := t.TempDir()
 	h := newHarness(t, func(o *setup, _ *fakeForwarder) { o.Core.State = relay.NewState(dir) })
-	h.prompt("first", "hello", PromptOptions{Cwd: cwd})
+	h.prompt("first", "hello", PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}})
 	h.waitEvent(EventRunCompleted, "first")
-	h.prompt("second", "again", PromptOptions{Cwd: cwd + "/", ResumeLastSession: true})
+	h.prompt("second", "again", PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd + "/"}, ResumeLastSession: true})
 	h.waitEvent(EventRunCompleted, "second")
-	h.prompt("explicit", "again", PromptOptions{Cwd: cwd, ResumeLastSession: true, Resume: "chosen"})
+	h.prompt("explicit", "again", PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Resume: "chosen"}, ResumeLastSession: true})
 	h.waitEvent(EventRunCompleted, "explicit")
-	h.prompt("other", "again", PromptOptions{Cwd: t.TempDir(), ResumeLastSession: true})
+	h.prompt("other", "again", PromptOptions{RunOptions: executor.RunOptions{Cwd: t.TempDir()}, ResumeLastSession: true})
 	h.waitEvent(EventRunCompleted, "other")
 	reqs := h.exec.Requests()
 	if reqs[1].Resume != "conv-first" || reqs[2].Resume != "chosen" || reqs[3].Resume != "" {
@@ -1009,7 +1009,7 @@ func randomCommand(rng randSource, actions []string, id string) Command {
 		c.ApprovalID = "ap-" + id
 	}
 	c.Decision = []wire.Decision{"", wire.DecisionAllow, wire.DecisionDeny, "maybe"}[rng.IntN(4)]
-	c.Options.PermissionMode = []string{"", "", "plan", "yolo"}[rng.IntN(4)]
+	c.Options.PermissionMode = []streamjson.PermissionMode{"", "", "plan", "yolo"}[rng.IntN(4)]
 	return c
 }
 

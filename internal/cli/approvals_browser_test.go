@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/testkit/browser"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
@@ -39,7 +40,7 @@ func TestApprovalFromTheDashboard(t *testing.T) {
 	const command = "echo remote-ok > marker"
 	cwd, p, ctx, tab, pushes := dashboardApprovalSetup(t, command, "marker left")
 
-	p.prompt("remote", "sess-remote", "leave a marker", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
+	p.prompt("remote", "sess-remote", "leave a marker", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true, MaxTurns: 4}})
 	req := p.waitEvent(extension.EventApprovalRequested, "remote")
 	card := `.approval[data-approval-id=` + abJSString(req.ApprovalID) + `]`
 	browser.WaitJS(t, ctx, `!!document.querySelector(`+abJSString(card)+`)`, 30*time.Second)
@@ -208,7 +209,7 @@ func (r *pushReceiver) checkOne(t *testing.T, id, command string) {
 func TestDenyFromTheDashboardWhileTheEditorWaits(t *testing.T) {
 	t.Parallel()
 	cwd, p, ctx, tab, pushes := dashboardApprovalSetup(t, "echo denied > marker", "not run, then")
-	p.prompt("deny", "sess-deny", "leave a marker", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
+	p.prompt("deny", "sess-deny", "leave a marker", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true, MaxTurns: 4}})
 	req := p.waitEvent(extension.EventApprovalRequested, "deny")
 	card := `.approval[data-approval-id=` + abJSString(req.ApprovalID) + `]`
 	browser.WaitJS(t, ctx, `!!document.querySelector(`+abJSString(card)+`)`, 30*time.Second)

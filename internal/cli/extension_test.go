@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/localbackend"
 	"github.com/claude-relay/claude-relay/internal/proc"
@@ -512,8 +513,8 @@ func TestExtensionConcurrentRuns(t *testing.T) {
 	if ready.Protocol != extension.ProtocolVersion || ready.CLIPath != cli.Path || ready.CLIVersion != realcli.Version || ready.Backend == "" {
 		t.Fatalf("ready %+v", ready)
 	}
-	p.prompt("run-a", "sess-a", "first", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})
-	p.prompt("run-b", "sess-b", "second", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})
+	p.prompt("run-a", "sess-a", "first", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 4}})
+	p.prompt("run-b", "sess-b", "second", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 4}})
 	// Both are live at once.
 	p.waitEvent(extension.EventRunStarted, "run-a")
 	p.waitEvent(extension.EventRunStarted, "run-b")
@@ -555,9 +556,15 @@ func TestExtensionApprovals(t *testing.T) {
 	denyAPI := mockapi.New(t, writeScript(denyDir, "did not write"))
 	p := startExtension(t, allowDir, helperEnv(t, cli, allowAPI))
 	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
-	p.prompt("allow", "sess-allow", "write it", extension.PromptOptions{Cwd: allowDir, Approvals: true, MaxTurns: 4})
-	p.prompt("deny", "sess-deny", "write it", extension.PromptOptions{Cwd: denyDir, Approvals: true, MaxTurns: 4,
-		Env: map[string]string{"ANTHROPIC_BASE_URL": denyAPI.URL()}})
+	p.prompt("allow", "sess-allow", "write it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: allowDir, Approvals: true, MaxTurns: 4}})
+	p.prompt("deny", "sess-deny", "write it", extension.PromptOptions{
+		RunOptions: executor.RunOptions{
+			Cwd:       denyDir,
+			Approvals: true,
+			MaxTurns:  4,
+			Env:       map[string]string{"ANTHROPIC_BASE_URL": denyAPI.URL()},
+		},
+	})
 	reqAllow := p.waitEvent(extension.EventApprovalRequested, "allow")
 	reqDeny := p.waitEvent(extension.EventApprovalRequested, "deny")
 	for _, r := range []extension.Event{reqAllow, reqDeny} {
@@ -654,9 +661,14 @@ func TestExtensionCancelOneRunLeavesTheOther(t *testing.T) {
 	p := startExtension(t, cwd, helperEnv(t, cli, slowAPI))
 	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
 	victim, other := "cancel-"+uuid.NewString(), "other-"+uuid.NewString()
-	p.prompt(victim, "sess-victim", "wait", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})
-	p.prompt(other, "sess-other", "wait a bit", extension.PromptOptions{Cwd: cwd, MaxTurns: 4,
-		Env: map[string]string{"ANTHROPIC_BASE_URL": otherAPI.URL()}})
+	p.prompt(victim, "sess-victim", "wait", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 4}})
+	p.prompt(other, "sess-other", "wait a bit", extension.PromptOptions{
+		RunOptions: executor.RunOptions{
+			Cwd:      cwd,
+			MaxTurns: 4,
+			Env:      map[string]string{"ANTHROPIC_BASE_URL": otherAPI.URL()},
+		},
+	})
 	waitSleeping(t, p, victim, "3171")
 	waitSleeping(t, p, other, "6")
 	cancelled := time.Now()
@@ -696,7 +708,7 @@ func TestExtensionSIGTERM(t *testing.T) {
 	})
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
 	runID := "sigterm-" + uuid.NewString()
-	p.prompt(runID, "sess-sigterm", "wait", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})
+	p.prompt(runID, "sess-sigterm", "wait", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 4}})
 	waitSleeping(t, p, runID, "3172")
 	signalled := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -816,7 +828,7 @@ func TestExtensionShutdownWithBackendDownThenFlush(t *testing.T) {
 	if ready.Backend != down {
 		t.Errorf("ready backend %q, want %q", ready.Backend, down)
 	}
-	p.prompt("spooled", "sess-spooled", "go", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})
+	p.prompt("spooled", "sess-spooled", "go", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 4}})
 	end := p.waitEnd("spooled")
 	if end.Event != extension.EventRunCompleted || end.Result.Stdout != "Spooled." {
 		t.Fatalf("run: %s %+v", end.Event, end.Result)

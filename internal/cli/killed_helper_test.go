@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
@@ -50,7 +51,7 @@ func killedHelper(t *testing.T, next string) {
 
 	p := startExtension(t, cwd, env)
 	runID, session := "killed-"+uuid.NewString(), "sess-killed-"+uuid.NewString()
-	p.prompt(runID, session, "wait", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})
+	p.prompt(runID, session, "wait", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 4}})
 	waitSleeping(t, p, runID, "3174")
 	var sess store.Session
 	if !poll.Within(extTimeout, func() bool {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/store"
@@ -308,7 +309,7 @@ func TestLiveKeepAlive(t *testing.T) {
 	})
 	runID, session := "keep-"+uuid.NewString(), "sess-keep"
 	inters := []string{"inter-first", "inter-second", "inter-third"}
-	p.startLive(runID, session, inters[0], "first prompt alpha", extension.PromptOptions{Cwd: cwd})
+	p.startLive(runID, session, inters[0], "first prompt alpha", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}})
 	first := p.waitTurn(runID, 1)
 	if first.Result == nil || first.Result.Stdout != "one" || first.InteractionID != inters[0] {
 		t.Fatalf("turn 1: %+v in %s", first.Result, first.InteractionID)
@@ -390,7 +391,7 @@ func TestLiveInterrupt(t *testing.T) {
 		mockapi.TextTurn("never"),
 	})
 	runID, session := "interrupt-"+uuid.NewString(), "sess-interrupt"
-	p.startLive(runID, session, "i1", "wait", extension.PromptOptions{Cwd: cwd})
+	p.startLive(runID, session, "i1", "wait", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}})
 	waitSleeping(t, p, runID, "3181")
 	p.send(extension.Command{Action: extension.ActionInterrupt, RequestID: "stop-turn", RunID: runID})
 	first := p.waitTurn(runID, 1)
@@ -449,7 +450,7 @@ func TestLiveSetModeAndModel(t *testing.T) {
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
 	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
 	runID, session := "modes-"+uuid.NewString(), "sess-modes"
-	p.startLive(runID, session, "m1", "hello", extension.PromptOptions{Cwd: cwd})
+	p.startLive(runID, session, "m1", "hello", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}})
 	p.waitTurn(runID, 1)
 
 	p.send(extension.Command{Action: extension.ActionSetMode, RequestID: "plan", RunID: runID, PermissionMode: "plan"})
@@ -515,8 +516,8 @@ func TestLiveSessionInfo(t *testing.T) {
 	t.Parallel()
 	p, _, _, cwd, _ := liveHelper(t, mockapi.Script{mockapi.TextTurn("a"), mockapi.TextTurn("b")})
 	live, once := "info-live-"+uuid.NewString(), "info-once-"+uuid.NewString()
-	p.startLive(live, "sess-info-live", "", "hello", extension.PromptOptions{Cwd: cwd})
-	p.prompt(once, "sess-info-once", "hello", extension.PromptOptions{Cwd: cwd, MaxTurns: 2})
+	p.startLive(live, "sess-info-live", "", "hello", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}})
+	p.prompt(once, "sess-info-once", "hello", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 2}})
 	p.waitTurn(live, 1)
 	p.sendTurn("more", live, "", "more")
 	p.waitTurn(live, 2)
@@ -550,7 +551,7 @@ func TestLivePartialMessages(t *testing.T) {
 	answer := "a partial answer, long enough to arrive in several pieces"
 	p, cli, _, cwd, ready := liveHelper(t, mockapi.Script{mockapi.TextTurn(answer)})
 	runID, session := "partial-"+uuid.NewString(), "sess-partial"
-	p.prompt(runID, session, "stream it", extension.PromptOptions{Cwd: cwd, MaxTurns: 2, PartialMessages: true})
+	p.prompt(runID, session, "stream it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 2, PartialMessages: true}})
 	end := p.waitEnd(runID)
 	if end.Event != extension.EventRunCompleted || end.Result.Stdout != answer {
 		t.Fatalf("run end: %s %+v", end.Event, end.Result)
@@ -624,8 +625,12 @@ func TestLiveContentImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	runID := "images-" + uuid.NewString()
-	p.startLive(runID, "sess-images", "", "what is this?", extension.PromptOptions{Cwd: cwd,
-		Content: []content.Block{{Type: "image", MediaType: "image/png", Data: base64.StdEncoding.EncodeToString(inline)}}})
+	p.startLive(runID, "sess-images", "", "what is this?", extension.PromptOptions{
+		RunOptions: executor.RunOptions{
+			Cwd: cwd,
+		},
+		Content: []content.Block{{Type: "image", MediaType: "image/png", Data: base64.StdEncoding.EncodeToString(inline)}},
+	})
 	p.waitTurn(runID, 1)
 	p.sendTurn("look", runID, "", "and this?", content.Block{Type: "image", Path: path})
 	p.waitTurn(runID, 2)
@@ -659,7 +664,7 @@ func TestLiveIdleTimeout(t *testing.T) {
 	t.Parallel()
 	p, _, _, cwd, _ := liveHelper(t, mockapi.Script{mockapi.TextTurn("and then silence")})
 	runID := "idle-" + uuid.NewString()
-	p.startLive(runID, "sess-idle", "", "hello", extension.PromptOptions{Cwd: cwd, IdleTimeout: "2s"})
+	p.startLive(runID, "sess-idle", "", "hello", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}, IdleTimeout: "2s"})
 	p.waitTurn(runID, 1)
 	end := p.waitEnd(runID)
 	if end.Event != extension.EventRunCompleted || end.Result.ExitCode != 0 || end.Result.Stdout != "and then silence" {
@@ -689,10 +694,15 @@ func TestLiveBadInput(t *testing.T) {
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
 	ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
 	live, oneShot, ended := "bad-live-"+uuid.NewString(), "bad-once-"+uuid.NewString(), "bad-ended-"+uuid.NewString()
-	p.startLive(live, "sess-bad-live", "", "hello", extension.PromptOptions{Cwd: cwd})
-	p.prompt(oneShot, "sess-bad-once", "wait", extension.PromptOptions{Cwd: cwd, MaxTurns: 4,
-		Env: map[string]string{"ANTHROPIC_BASE_URL": oneShotAPI.URL()}})
-	p.startLive(ended, "sess-bad-ended", "", "hello", extension.PromptOptions{Cwd: cwd})
+	p.startLive(live, "sess-bad-live", "", "hello", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}})
+	p.prompt(oneShot, "sess-bad-once", "wait", extension.PromptOptions{
+		RunOptions: executor.RunOptions{
+			Cwd:      cwd,
+			MaxTurns: 4,
+			Env:      map[string]string{"ANTHROPIC_BASE_URL": oneShotAPI.URL()},
+		},
+	})
+	p.startLive(ended, "sess-bad-ended", "", "hello", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd}})
 	p.waitTurn(live, 1)
 	p.waitTurn(ended, 1)
 	p.send(extension.Command{Action: extension.ActionEnd, RequestID: "end-ended", RunID: ended})
@@ -726,12 +736,20 @@ func TestLiveBadInput(t *testing.T) {
 			Content: []content.Block{{Type: "image", Data: notImage}}},
 			extension.CodeBadValue, []string{"content[0]", "not a PNG, JPEG, GIF or WebP"}},
 		{"prompt with an image that is not one", extension.Command{Action: extension.ActionPrompt, RunID: "bad-image-run",
-			SessionID: "sess-bad-image", Prompt: &prompt, Options: extension.PromptOptions{Cwd: cwd,
-				Content: []content.Block{{Type: "image", Data: notImage}}}},
+			SessionID: "sess-bad-image", Prompt: &prompt, Options: extension.PromptOptions{
+				RunOptions: executor.RunOptions{
+					Cwd: cwd,
+				},
+				Content: []content.Block{{Type: "image", Data: notImage}},
+			}},
 			extension.CodeBadValue, []string{"content[0]", "not a PNG, JPEG, GIF or WebP"}},
 		{"prompt with a 50 MB image", extension.Command{Action: extension.ActionPrompt, RunID: "huge-image-run",
-			SessionID: "sess-huge-image", Prompt: &prompt, Options: extension.PromptOptions{Cwd: cwd,
-				Content: []content.Block{{Type: "image", Path: huge}}}},
+			SessionID: "sess-huge-image", Prompt: &prompt, Options: extension.PromptOptions{
+				RunOptions: executor.RunOptions{
+					Cwd: cwd,
+				},
+				Content: []content.Block{{Type: "image", Path: huge}},
+			}},
 			extension.CodeBadValue, []string{"content[0]", "50.0 MiB", "5 MiB limit"}},
 		{"send without run_id", extension.Command{Action: extension.ActionSend, Prompt: &prompt},
 			extension.CodeMissingField, []string{"run_id"}},

@@ -68,7 +68,7 @@ func BenchmarkPartialE2E(b *testing.B) {
 		h.until(b, extension.EventReady)
 		prompt := "start"
 		h.send(b, extension.Command{Action: extension.ActionPrompt, RunID: "partial", Prompt: &prompt,
-			Options: extension.PromptOptions{Cwd: cwd, KeepAlive: true, PartialMessages: true, MaxTurns: 6}})
+			Options: extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, KeepAlive: true, PartialMessages: true, MaxTurns: 6}}})
 		helperPartialTurn(b, h, proxy) // turn 1, untimed: the CLI's start
 		measurePartialTurns(b, func(text string) partialTurn {
 			h.send(b, extension.Command{Action: extension.ActionSend, RunID: "partial", Prompt: &text})
@@ -228,8 +228,16 @@ func startPartialRun(b *testing.B, e *executor.Executor, cwd string, proxy *delt
 	})
 	go func() {
 		defer close(lr.done)
-		lr.res, lr.err = e.Run(ctx, executor.Request{Prompt: "start", Cwd: cwd, MaxTurns: 6, KeepAlive: true,
-			PartialMessages: true, Inputs: lr.in}, obs, nil)
+		lr.res, lr.err = e.Run(ctx, executor.Request{
+			RunOptions: executor.RunOptions{
+				Cwd:             cwd,
+				MaxTurns:        6,
+				KeepAlive:       true,
+				PartialMessages: true,
+			},
+			Prompt: "start",
+			Inputs: lr.in,
+		}, obs, nil)
 	}()
 	b.Cleanup(func() {
 		cancel()

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	_ "modernc.org/sqlite" // the "sqlite" driver, to age a session in serve's database
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/localbackend"
 	"github.com/claude-relay/claude-relay/internal/store"
@@ -250,7 +251,7 @@ func recLive(t *testing.T, r *recordEnv) recWant {
 		t.Fatalf("the helper posts to %q, not to serve at %q", ready.Backend, r.url)
 	}
 	runID := "rec-live-" + uuid.NewString()
-	p.startLive(runID, session, "rec-live-i1", prompts[0], extension.PromptOptions{Cwd: s.cwd})
+	p.startLive(runID, session, "rec-live-i1", prompts[0], extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: s.cwd}})
 	p.waitTurn(runID, 1)
 	p.sendTurn("rec-live-2", runID, "rec-live-i2", prompts[1])
 	waitSleeping(t, p, runID, sleepArg)
@@ -457,7 +458,7 @@ func recKilledHelper(t *testing.T, r *recordEnv) recWant {
 	p := startExtension(t, s.cwd, s.env)
 	p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
 	runID := "rec-killed-" + uuid.NewString()
-	p.prompt(runID, session, prompt, extension.PromptOptions{Cwd: s.cwd, MaxTurns: 4})
+	p.prompt(runID, session, prompt, extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: s.cwd, MaxTurns: 4}})
 	waitSleeping(t, p, runID, sleepArg)
 	var sess store.Session
 	poll.Until(t, extTimeout, "the session running at the backend", func() bool {

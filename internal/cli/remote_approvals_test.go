@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/store"
@@ -161,7 +162,7 @@ func decidedThroughTheBackend(t *testing.T, serve bool) {
 	case ready.Backend != be.url:
 		t.Fatalf("the helper posts to %q, not to serve at %q", ready.Backend, be.url)
 	}
-	p.prompt("remote", "sess-remote", "write it", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
+	p.prompt("remote", "sess-remote", "write it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true, MaxTurns: 4}})
 	req := p.waitEvent(extension.EventApprovalRequested, "remote")
 	waitApproval(t, be, req.ApprovalID, "pending", pending)
 
@@ -213,7 +214,7 @@ func TestRemoteApprovalFirstAnswerWins(t *testing.T) {
 	api := mockapi.New(t, bashScript("raced.txt", "raced", "race over"))
 	be := serveForHelper(t, cli)
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
-	p.prompt("race", "sess-race", "write it", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
+	p.prompt("race", "sess-race", "write it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true, MaxTurns: 4}})
 	req := p.waitEvent(extension.EventApprovalRequested, "race")
 	waitApproval(t, be, req.ApprovalID, "pending", pending)
 
@@ -298,7 +299,7 @@ func TestRemoteApprovalAcrossReplicas(t *testing.T) {
 	if ready := p.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady }); ready.Backend != b.url {
 		t.Fatalf("the helper posts to %q, not to replica B %s", ready.Backend, b.url)
 	}
-	p.prompt("replica", "sess-replica", "write it", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 4})
+	p.prompt("replica", "sess-replica", "write it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true, MaxTurns: 4}})
 	req := p.waitEvent(extension.EventApprovalRequested, "replica")
 	waitApproval(t, a, req.ApprovalID, "pending at replica A", pending)
 

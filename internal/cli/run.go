@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/content"
@@ -27,71 +28,64 @@ import (
 )
 
 // sessionFlags are the session, directory, model and resume flags that
-// run and terminal share (CONTRACT §2).
+// run and terminal share (CONTRACT §2). The options are bound straight
+// into the run's options; run binds more of them.
 type sessionFlags struct {
 	session     string
 	interaction string
-	cwd         string
-	model       string
-	resume      string
-	fork        bool
-	cont        bool
+	executor.RunOptions
 }
 
 func (s *sessionFlags) bind(f *pflag.FlagSet) {
 	f.StringVar(&s.session, "session", "", "session ID (default: a new one)")
 	f.StringVar(&s.interaction, "interaction", "", "interaction ID (default: a new one)")
-	f.StringVar(&s.cwd, "cwd", "", "working directory (default: workspace, CLAUDE_WORKSPACE_PATH or .)")
-	f.StringVar(&s.model, "model", "", "model")
-	f.StringVar(&s.resume, "resume", "", "conversation ID to resume")
-	f.BoolVar(&s.fork, "fork", false, "with --resume: fork into a new conversation")
-	f.BoolVar(&s.cont, "continue", false, "continue the most recent conversation in the directory")
+	f.StringVar(&s.Cwd, "cwd", "", "working directory (default: workspace, CLAUDE_WORKSPACE_PATH or .)")
+	f.StringVar(&s.Model, "model", "", "model")
+	f.StringVar(&s.Resume, "resume", "", "conversation ID to resume")
+	f.BoolVar(&s.Fork, "fork", false, "with --resume: fork into a new conversation")
+	f.BoolVar(&s.Continue, "continue", false, "continue the most recent conversation in the directory")
 }
 
 // validate checks the session flags before anything starts, so a mistake
-// costs no run, no spooled event and no "started" line. cwd is resolved
-// against the workspace default.
+// costs no run, no spooled event and no "started" line; terminal has no
+// other check. Its words name the flags. cwd is resolved against the
+// workspace default.
 func (s *sessionFlags) validate(workspace string) error {
-	if s.fork && s.resume == "" && !s.cont {
+	if s.Fork && s.Resume == "" && !s.Continue {
 		return fmt.Errorf("%w: --fork needs --resume ID (the conversation to fork) or --continue", errUsage)
 	}
-	if s.resume != "" {
-		if _, err := uuid.Parse(s.resume); err != nil {
+	if s.Resume != "" {
+		if _, err := uuid.Parse(s.Resume); err != nil {
 			return fmt.Errorf("%w: --resume %q is not a conversation ID (one looks like 451bfcae-5922-4412-aa7f-5edc654b55a1; "+
-				"`claude-relay run` prints it after each run)", errUsage, s.resume)
+				"`claude-relay run` prints it after each run)", errUsage, s.Resume)
 		}
 	}
-	if s.cwd == "" {
-		s.cwd = workspace
+	if s.Cwd == "" {
+		s.Cwd = workspace
 	}
-	fi, err := os.Stat(s.cwd)
+	fi, err := os.Stat(s.Cwd)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: --cwd %q: %w (give an existing directory)", errUsage, s.cwd, errors.Unwrap(err))
+		return fmt.Errorf("%w: --cwd %q: %w (give an existing directory)", errUsage, s.Cwd, errors.Unwrap(err))
 	case !fi.IsDir():
-		return fmt.Errorf("%w: --cwd %q is not a directory", errUsage, s.cwd)
+		return fmt.Errorf("%w: --cwd %q is not a directory", errUsage, s.Cwd)
 	}
 	return nil
 }
 
+// runOptions are run's flags: the run options that map one to one are
+// bound into sessionFlags' RunOptions; these are the rest.
 type runOptions struct {
 	sessionFlags
-	prompt             string
-	permissionMode     string
-	approvals          bool
-	maxTurns           int
-	appendSystemPrompt string
-	json               bool
-	interactive        bool
+	prompt      string
+	json        bool
+	interactive bool // KeepAlive, with follow-ups asked on the terminal
 
-	// Typed CLI options (CONTRACT §7), as the extension protocol has them.
-	allowedTools, disallowedTools, addDirs, settingSources []string
-	mcpConfig, agents, systemPrompt, fallbackModel         string
-	maxBudgetUSD                                           float64
-	maxThinkingTokens                                      int
-	partial, stopGitCheck                                  bool
-	images, files                                          []string
-	settingSourcesSet                                      bool
+	// Flags that take a file or JSON, or tell "not given" from empty.
+	mcpConfig, agentsArg string
+	settingSources       []string
+	settingSourcesSet    bool
+	images, files        []string
 }
 
 func newRunCmd(a *App) *cobra.Command {
@@ -128,24 +122,25 @@ func newRunCmd(a *App) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.bind(f)
-	f.StringVar(&o.permissionMode, "permission-mode", "", "one of "+streamjson.ModeList()+" (default: the CLI's configured default)")
-	f.BoolVar(&o.approvals, "approvals", false, "ask on this terminal before each tool runs (default: every tool is allowed)")
-	f.IntVar(&o.maxTurns, "max-turns", 0, "stop after this many turns")
-	f.StringVar(&o.appendSystemPrompt, "append-system-prompt", "", "text appended to the system prompt")
+	// A PermissionMode is a string: the flag writes it as one.
+	f.StringVar((*string)(&o.PermissionMode), "permission-mode", "", "one of "+streamjson.ModeList()+" (default: the CLI's configured default)")
+	f.BoolVar(&o.Approvals, "approvals", false, "ask on this terminal before each tool runs (default: every tool is allowed)")
+	f.IntVar(&o.MaxTurns, "max-turns", 0, "stop after this many turns")
+	f.StringVar(&o.SystemPromptAppend, "append-system-prompt", "", "text appended to the system prompt")
 	f.BoolVar(&o.json, "json", false, "print the protocol events (NDJSON) instead of a view")
 	f.BoolVarP(&o.interactive, "interactive", "i", false, "after each answer, a > prompt sends the next message (empty line or Ctrl-D ends)")
-	f.StringSliceVar(&o.allowedTools, "allowed-tools", nil, "tools (or rules such as 'Bash(git *)') allowed without asking")
-	f.StringSliceVar(&o.disallowedTools, "disallowed-tools", nil, "tools the model may not use")
+	f.StringSliceVar(&o.AllowedTools, "allowed-tools", nil, "tools (or rules such as 'Bash(git *)') allowed without asking")
+	f.StringSliceVar(&o.DisallowedTools, "disallowed-tools", nil, "tools the model may not use")
 	f.StringVar(&o.mcpConfig, "mcp-config", "", "MCP servers: a JSON file or string with an mcpServers object")
-	f.StringArrayVar(&o.addDirs, "add-dir", nil, "another directory the tools may use (repeatable)")
-	f.StringVar(&o.fallbackModel, "fallback-model", "", "model to fall back to when the main one is overloaded")
-	f.Float64Var(&o.maxBudgetUSD, "max-budget-usd", 0, "stop when the run has cost this many dollars")
-	f.IntVar(&o.maxThinkingTokens, "max-thinking-tokens", 0, "thinking budget (models with a fixed budget only)")
-	f.StringVar(&o.systemPrompt, "system-prompt", "", "replace the default system prompt")
-	f.StringVar(&o.agents, "agents", "", "subagent definitions: a JSON object, or a file holding one")
+	f.StringArrayVar(&o.AddDirs, "add-dir", nil, "another directory the tools may use (repeatable)")
+	f.StringVar(&o.FallbackModel, "fallback-model", "", "model to fall back to when the main one is overloaded")
+	f.Float64Var(&o.MaxBudgetUSD, "max-budget-usd", 0, "stop when the run has cost this many dollars")
+	f.IntVar(&o.MaxThinkingTokens, "max-thinking-tokens", 0, "thinking budget (models with a fixed budget only)")
+	f.StringVar(&o.SystemPrompt, "system-prompt", "", "replace the default system prompt")
+	f.StringVar(&o.agentsArg, "agents", "", "subagent definitions: a JSON object, or a file holding one")
 	f.StringSliceVar(&o.settingSources, "setting-sources", nil, "settings files to load: user, project, local (empty: none)")
-	f.BoolVar(&o.partial, "partial", false, "show the answer token by token as it comes")
-	f.BoolVar(&o.stopGitCheck, "stop-git-check", false, "keep going while the git tree has uncommitted changes")
+	f.BoolVar(&o.PartialMessages, "partial", false, "show the answer token by token as it comes")
+	f.BoolVar(&o.StopGitCheck, "stop-git-check", false, "keep going while the git tree has uncommitted changes")
 	f.StringArrayVar(&o.images, "image", nil, "an image to send with the prompt (PNG, JPEG, GIF, WebP; repeatable)")
 	f.StringArrayVar(&o.files, "file", nil, "a text file to send with the prompt, inlined with its path (repeatable)")
 	return cmd
@@ -163,31 +158,26 @@ func (o *runOptions) check(a *App) error {
 	if strings.TrimSpace(o.prompt) == "" {
 		return fmt.Errorf("%w: empty prompt (give it as arguments, or - to read it from stdin)", errUsage)
 	}
-	if m := streamjson.PermissionMode(o.permissionMode); m != "" && !m.Known() {
+	if m := o.PermissionMode; m != "" && !m.Known() {
 		return fmt.Errorf("%w: --permission-mode %q (allowed: %s)", errUsage, m, streamjson.ModeList())
 	}
 	if o.interactive && (o.json || !isTerminal(a.Stdin)) {
 		return fmt.Errorf("%w: -i asks for follow-ups on a terminal: run it in one, without --json "+
 			"(editors send follow-ups with the extension protocol's send)", errUsage)
 	}
-	if o.maxTurns < 0 {
-		return fmt.Errorf("%w: --max-turns %d (give a positive number of turns, or 0 for no limit)", errUsage, o.maxTurns)
+	if o.MaxTurns < 0 {
+		return fmt.Errorf("%w: --max-turns %d (give a positive number of turns, or 0 for no limit)", errUsage, o.MaxTurns)
 	}
 	return o.validate(a.loaded.Config.Workspace)
 }
 
 // request is the run the options ask for.
 func (o *runOptions) request() (relay.Request, error) {
-	req := relay.Request{SessionID: o.session, InteractionID: o.interaction, Prompt: o.prompt, Cwd: o.cwd,
-		Model: o.model, PermissionMode: o.permissionMode, Approvals: o.approvals, Resume: o.resume, Fork: o.fork,
-		Continue: o.cont, MaxTurns: o.maxTurns, SystemPromptAppend: o.appendSystemPrompt, KeepAlive: o.interactive,
-		PartialMessages: o.partial, StopGitCheck: o.stopGitCheck,
-		CLI: relay.CLIOptions{AllowedTools: o.allowedTools, DisallowedTools: o.disallowedTools, AddDirs: o.addDirs,
-			FallbackModel: o.fallbackModel, MaxBudgetUSD: o.maxBudgetUSD, MaxThinkingTokens: o.maxThinkingTokens,
-			SystemPrompt: o.systemPrompt}}
+	req := relay.Request{RunOptions: o.RunOptions, SessionID: o.session, InteractionID: o.interaction, Prompt: o.prompt}
+	req.KeepAlive = o.interactive
 	if o.settingSourcesSet {
 		s := slices.DeleteFunc(slices.Clone(o.settingSources), func(x string) bool { return x == "" })
-		req.CLI.SettingSources = &s
+		req.SettingSources = &s
 	}
 	var err error
 	if o.mcpConfig != "" {
@@ -201,10 +191,10 @@ func (o *runOptions) request() (relay.Request, error) {
 		if json.Unmarshal(b, &cfg) != nil || len(cfg.MCPServers) == 0 {
 			return req, fmt.Errorf(`%w: --mcp-config: want an object with "mcpServers", as Claude Code's .mcp.json has`, errUsage)
 		}
-		req.CLI.MCPServers = cfg.MCPServers
+		req.MCPServers = cfg.MCPServers
 	}
-	if o.agents != "" {
-		if req.CLI.Agents, err = jsonArg("--agents", o.agents); err != nil {
+	if o.agentsArg != "" {
+		if req.Agents, err = jsonArg("--agents", o.agentsArg); err != nil {
 			return req, err
 		}
 	}
@@ -241,7 +231,7 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	}
 	var ask *ttyAsker
 	switch {
-	case o.approvals:
+	case o.Approvals:
 		var err error
 		if ask, err = openTTY(); err != nil {
 			return fmt.Errorf("%w: %w (%w): run it in a terminal, or let an editor answer approvals through "+

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
@@ -212,7 +213,7 @@ func TestViewRendering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			v := newView(&App{Stdout: &out}, runOptions{approvals: tt.approvals}, "", nil)
+			v := newView(&App{Stdout: &out}, runOptions{sessionFlags: sessionFlags{RunOptions: executor.RunOptions{Approvals: tt.approvals}}}, "", nil)
 			v.render(tt.ev)
 			if out.String() != tt.want {
 				t.Errorf("got\n%q\nwant\n%q", out.String(), tt.want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
@@ -36,7 +37,7 @@ func TestExtensionSameRunIDInTwoHelpers(t *testing.T) {
 	slowCwd := trustedDir(t, slowCLI)
 	slow := startExtension(t, slowCwd, helperEnv(t, slowCLI, slowAPI))
 	slow.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
-	slow.prompt(runID, "sess-slow", "wait", extension.PromptOptions{Cwd: slowCwd, MaxTurns: 4})
+	slow.prompt(runID, "sess-slow", "wait", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: slowCwd, MaxTurns: 4}})
 	waitSleeping(t, slow, runID, "3174")
 
 	// Another helper, with its own HOME, runs a run of the same ID to its end
@@ -46,7 +47,7 @@ func TestExtensionSameRunIDInTwoHelpers(t *testing.T) {
 	quickCwd := trustedDir(t, quickCLI)
 	quick := startExtension(t, quickCwd, helperEnv(t, quickCLI, quickAPI))
 	quick.waitFor("ready", func(ev extension.Event) bool { return ev.Event == extension.EventReady })
-	quick.prompt(runID, "sess-quick", "hi", extension.PromptOptions{Cwd: quickCwd, MaxTurns: 2})
+	quick.prompt(runID, "sess-quick", "hi", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: quickCwd, MaxTurns: 2}})
 	if end := quick.waitEnd(runID); end.Event != extension.EventRunCompleted || end.Result.Stdout != "quick done" {
 		t.Fatalf("the other helper's run: %s %+v", end.Event, end.Result)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
@@ -58,8 +59,8 @@ func TestAgentCannotApproveItself(t *testing.T) {
 		mockapi.TextTurn("finished"),
 	})
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
-	p.prompt("self", "sess-self", "try it", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 6,
-		AllowedTools: []string{"Bash(sh attack.sh)"}})
+	p.prompt("self", "sess-self", "try it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true,
+		MaxTurns: 6, AllowedTools: []string{"Bash(sh attack.sh)"}}})
 	req := p.waitEvent(extension.EventApprovalRequested, "self")
 	if !strings.Contains(string(req.Input), "echo mine > marker") {
 		t.Fatalf("the approval asked is %s, want the marker command (was attack.sh asked about?)", req.Input)

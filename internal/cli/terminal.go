@@ -92,15 +92,15 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	})
 	defer drain()
 	exe, _ := os.Executable()
-	f := relay.Frame{SessionID: o.session, InteractionID: o.interaction, Cwd: o.cwd}
+	f := relay.Frame{SessionID: o.session, InteractionID: o.interaction, Cwd: o.Cwd}
 	f.Fill(c.Workspace)
 	var env []string
 	if a.Environ != nil {
 		env = a.Environ()
 	}
 	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
-		CLIPath: cliPath, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.model, c.Claude.Model),
-		Resume: o.resume, Fork: o.fork, Continue: o.cont, BaseEnv: env, Env: c.Claude.Env,
+		CLIPath: cliPath, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.Model, c.Claude.Model),
+		Resume: o.Resume, Fork: o.Fork, Continue: o.Continue, BaseEnv: env, Env: c.Claude.Env,
 		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: h.Events(), State: relay.NewState(c.DataDir),
 		Registry: a.runRegistry(),
 		Logger:   a.log,

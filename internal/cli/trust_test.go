@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
@@ -64,8 +65,8 @@ func TestAgentCannotRewriteWhatTheApproverSees(t *testing.T) {
 		mockapi.TextTurn("finished"),
 	})
 	p := startExtension(t, cwd, helperEnv(t, cli, api))
-	p.prompt("forge", "sess-forge", "try it", extension.PromptOptions{Cwd: cwd, Approvals: true, MaxTurns: 6,
-		AllowedTools: []string{"Bash(sh forge.sh)"}})
+	p.prompt("forge", "sess-forge", "try it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, Approvals: true,
+		MaxTurns: 6, AllowedTools: []string{"Bash(sh forge.sh)"}}})
 	req := p.waitEvent(extension.EventApprovalRequested, "forge")
 	if !strings.Contains(string(req.Input), real) {
 		t.Fatalf("the approval asked is %s, want the marker command", req.Input)
@@ -144,7 +145,7 @@ func TestToolsSeeNoRelaySecrets(t *testing.T) {
 		"CLAUDE_RELAY_SERVE_TOKENS="+serveTok, "CLAUDE_RELAY_SERVE_NOTIFY_URL=https://ntfy.example/"+topic)
 	p := startExtension(t, cwd, env, r)
 	r.Close()
-	p.prompt("env", "sess-env", "print it", extension.PromptOptions{Cwd: cwd, MaxTurns: 4})
+	p.prompt("env", "sess-env", "print it", extension.PromptOptions{RunOptions: executor.RunOptions{Cwd: cwd, MaxTurns: 4}})
 	if end := p.waitEnd("env"); end.Event != extension.EventRunCompleted {
 		t.Fatalf("the run ended with %s %+v\n%s", end.Event, end.Result, p.dump())
 	}

@@ -213,8 +213,8 @@ func (v *view) render(ev extension.Event) {
 		}
 		v.line(fmt.Sprintf("run %s started in %s%s", short(ev.RunID), ev.Cwd, where))
 		switch {
-		case v.o.approvals:
-		case v.o.permissionMode == string(streamjson.PermissionModePlan):
+		case v.o.Approvals:
+		case v.o.PermissionMode == streamjson.PermissionModePlan:
 			v.line("plan mode: nothing changes until you approve the plan; then tools run without asking (--approvals asks first)")
 		default:
 			v.line("tools run without asking (auto-allowed); --approvals asks first")
@@ -372,7 +372,7 @@ func sessionLink(base, session string) string {
 // autoAllows reports whether a tool call runs without asking anyone: not
 // with --approvals, not in plan mode, never a plan or a question.
 func (v *view) autoAllows(tool string) bool {
-	return !v.o.approvals && v.o.permissionMode != string(streamjson.PermissionModePlan) &&
+	return !v.o.Approvals && v.o.PermissionMode != streamjson.PermissionModePlan &&
 		tool != "ExitPlanMode" && tool != "AskUserQuestion"
 }
 

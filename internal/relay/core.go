@@ -2,11 +2,9 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -65,8 +63,11 @@ func New(opts Options) *Core {
 	return c
 }
 
-// Request is one prompt to run.
+// Request is one prompt to run: the prompt options, passed to the
+// executor unchanged (Cwd is DefaultCwd when empty), and what the relay
+// adds.
 type Request struct {
+	executor.RunOptions
 	RequestID     string // echoed in KindStarted
 	RunID         string // generated when empty
 	SessionID     string // generated when empty
@@ -77,50 +78,20 @@ type Request struct {
 	// run of the extension or `claude-relay run`.
 	Mode string
 
-	Cwd                string // DefaultCwd when empty
-	Model              string
-	PermissionMode     string
-	Approvals          bool
-	Resume             string
-	ResumeLastSession  bool // resume the cwd's last conversation when Resume is empty
-	Fork               bool
-	Continue           bool
-	MaxTurns           int
-	SystemPromptAppend string
-	Env                map[string]string
-	AdditionalArgs     []string
-
+	ResumeLastSession bool // resume the cwd's last conversation when Resume is empty
 	// Content is prompt content beside or instead of Prompt: text, images
 	// (inline or by path) and files, built into the first user message.
 	Content []content.Block
-	// KeepAlive keeps the run open after a result for Send, Interrupt,
-	// SetMode, SetModel and End; IdleTimeout (30m) ends it when no turn runs.
-	KeepAlive   bool
+	// IdleTimeout (30m) ends a KeepAlive run when no turn runs; KeepAlive
+	// keeps the run open after a result for Send, Interrupt, SetMode,
+	// SetModel and End.
 	IdleTimeout time.Duration
 	// Idle (KeepAlive, no prompt) starts the CLI with no turn; the first
 	// Send is the first turn.
 	Idle bool
 	// ConversationID (a UUID) is the ID a new conversation gets, so a front
 	// end knows it before the CLI says it (ACP's sessionId is it).
-	ConversationID  string
-	PartialMessages bool // token deltas as KindPartial, live only
-	StopGitCheck    bool // a Stop hook that blocks while the git tree has uncommitted changes
-	CLI             CLIOptions
-}
-
-// CLIOptions are the typed CLI options of CONTRACT §7; executor.Request
-// says what each maps to.
-type CLIOptions struct {
-	AllowedTools      []string
-	DisallowedTools   []string
-	MCPServers        json.RawMessage
-	AddDirs           []string
-	FallbackModel     string
-	MaxBudgetUSD      float64
-	MaxThinkingTokens int
-	SystemPrompt      string
-	Agents            json.RawMessage
-	SettingSources    *[]string // nil: the CLI's default; an empty list: none
+	ConversationID string
 }
 
 // RefuseCode says why a request was refused.
@@ -147,10 +118,20 @@ func refuse(code RefuseCode, format string, args ...any) error {
 	return &RefusedError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// checkMode refuses a permission mode that is none of streamjson.Modes.
+// badValue is the refusal of a request the executor's rules refuse, in
+// their words.
+func badValue(err error) error {
+	if bad, ok := errors.AsType[*executor.RequestError](err); ok {
+		return refuse(RefuseBadValue, "%s", bad.Problem)
+	}
+	return refuse(RefuseBadValue, "%v", err)
+}
+
+// checkMode refuses a permission mode set_mode cannot switch to, as a
+// run's permission_mode is refused.
 func checkMode(mode string) error {
-	if !permissionMode(mode).Known() {
-		return refuse(RefuseBadValue, "permission_mode %q (allowed: %s)", mode, streamjson.ModeList())
+	if err := executor.CheckMode(streamjson.PermissionMode(mode)); err != nil {
+		return badValue(err)
 	}
 	return nil
 }
@@ -190,7 +171,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 		Cwd: req.Cwd, Live: len(c.runs)})
 	c.mu.Unlock()
 
-	r.spooled(lc.Started(wire.RunStarted{PromptRecord: rec, Idle: req.Idle, Model: req.Model, PermissionMode: req.PermissionMode, Resume: req.Resume, Fork: req.Fork, Continue: req.Continue,
+	r.spooled(lc.Started(wire.RunStarted{PromptRecord: rec, Idle: req.Idle, Model: req.Model, PermissionMode: string(req.PermissionMode), Resume: req.Resume, Fork: req.Fork, Continue: req.Continue,
 		Approvals: req.Approvals}))
 	go func() {
 		defer c.wg.Done()
@@ -209,19 +190,8 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 // records of its prompt, refusing what it would refuse before anything
 // starts.
 func (c *Core) executorRequest(req Request) (executor.Request, wire.PromptRecord, error) {
-	er := executor.Request{RunID: req.RunID, Prompt: req.Prompt, Cwd: req.Cwd, Model: req.Model,
-		PermissionMode: permissionMode(req.PermissionMode), Approvals: req.Approvals, Resume: req.Resume,
-		Fork: req.Fork, Continue: req.Continue, MaxTurns: req.MaxTurns, AppendSystemPrompt: req.SystemPromptAppend,
-		Env: req.Env, AdditionalArgs: req.AdditionalArgs, KeepAlive: req.KeepAlive, IdleTimeout: req.IdleTimeout,
-		PartialMessages: req.PartialMessages, StopGitCheck: req.StopGitCheck, Idle: req.Idle, SessionID: req.ConversationID,
-		Spool: proc.SpoolKey{SessionID: req.SessionID, InteractionID: req.InteractionID}}
-	o := req.CLI
-	er.AllowedTools, er.DisallowedTools, er.MCPServers, er.AddDirs = o.AllowedTools, o.DisallowedTools, o.MCPServers, o.AddDirs
-	er.FallbackModel, er.MaxBudgetUSD, er.MaxThinkingTokens = o.FallbackModel, o.MaxBudgetUSD, o.MaxThinkingTokens
-	er.SystemPrompt, er.Agents = o.SystemPrompt, o.Agents
-	if o.SettingSources != nil {
-		er.SettingSources, er.HasSettingSources = *o.SettingSources, true
-	}
+	er := executor.Request{RunOptions: req.RunOptions, RunID: req.RunID, Prompt: req.Prompt, IdleTimeout: req.IdleTimeout,
+		Idle: req.Idle, SessionID: req.ConversationID, Spool: proc.SpoolKey{SessionID: req.SessionID, InteractionID: req.InteractionID}}
 	if er.KeepAlive && er.IdleTimeout <= 0 {
 		er.IdleTimeout = idleTimeout
 	}
@@ -241,16 +211,10 @@ func (c *Core) executorRequest(req Request) (executor.Request, wire.PromptRecord
 		return er, rec, nil // seed 002: completes at once, nothing to check
 	}
 	if err := executor.Validate(er); err != nil {
-		var bad *executor.RequestError
-		if errors.As(err, &bad) {
-			return er, rec, refuse(RefuseBadValue, "%s", bad.Problem)
-		}
-		return er, rec, refuse(RefuseBadValue, "%v", err)
+		return er, rec, badValue(err)
 	}
 	return er, rec, nil
 }
-
-func permissionMode(m string) streamjson.PermissionMode { return streamjson.PermissionMode(m) }
 
 // Frame is f with this core's defaults filled in (relay.Frame.Fill), for a
 // run that starts elsewhere (a visible terminal) as for its own.
@@ -276,25 +240,13 @@ func (c *Core) check(req *Request) error {
 	if req.Mode != "" && req.Mode != wire.ModeACP {
 		return refuse(RefuseBadValue, "mode %q (allowed: %s, or none for a background run)", req.Mode, wire.ModeACP)
 	}
-	if req.PermissionMode != "" {
-		if err := checkMode(req.PermissionMode); err != nil {
-			return err
-		}
-	}
 	if req.ResumeLastSession && req.Resume == "" {
 		req.Resume = c.LastConversation(req.Cwd)
 	}
-	if req.Fork && req.Resume == "" && !req.Continue {
-		return refuse(RefuseBadValue, "fork needs resume (the conversation to fork) or continue")
-	}
-	if req.Cwd != "" {
-		fi, err := os.Stat(req.Cwd)
-		switch {
-		case err != nil:
-			return refuse(RefuseBadValue, "cwd %q: %v", req.Cwd, errors.Unwrap(err))
-		case !fi.IsDir():
-			return refuse(RefuseBadValue, "cwd %q is not a directory", req.Cwd)
-		}
+	// The options' own rules, for a blank prompt too (it needs no CLI, but
+	// a mistake in its options is still one).
+	if err := req.RunOptions.Validate(); err != nil {
+		return badValue(err)
 	}
 	// A blank prompt completes without the CLI (seed 002), so it needs none.
 	if c.opts.CLIError != "" && (strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0 || req.Idle) {

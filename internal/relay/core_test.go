@@ -249,9 +249,9 @@ func TestRefusedBeforeAnything(t *testing.T) {
 		code RefuseCode
 		msg  string
 	}{
-		{Request{Prompt: "x", Cwd: "/nonexistent"}, Options{}, RefuseBadValue, `cwd "/nonexistent": no such file or directory`},
-		{Request{Prompt: "x", Fork: true}, Options{}, RefuseBadValue, "fork needs resume"},
-		{Request{Prompt: "x", PermissionMode: "yolo"}, Options{}, RefuseBadValue, `permission_mode "yolo"`},
+		{Request{RunOptions: executor.RunOptions{Cwd: "/nonexistent"}, Prompt: "x"}, Options{}, RefuseBadValue, `cwd "/nonexistent": no such file or directory`},
+		{Request{RunOptions: executor.RunOptions{Fork: true}, Prompt: "x"}, Options{}, RefuseBadValue, "fork needs resume"},
+		{Request{RunOptions: executor.RunOptions{PermissionMode: "yolo"}, Prompt: "x"}, Options{}, RefuseBadValue, `permission_mode "yolo"`},
 		{Request{Prompt: "x"}, Options{CLIError: "none found"}, RefuseNoCLI, "cannot run the Claude CLI: none found"},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/internal/content"
+	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -129,7 +130,7 @@ func (c *Core) SetMode(requestID, runID, mode string) error {
 	if err != nil {
 		return err
 	}
-	return r.input(requestID, executor.Input{Kind: executor.InputSetMode, Mode: permissionMode(mode)})
+	return r.input(requestID, executor.Input{Kind: executor.InputSetMode, Mode: streamjson.PermissionMode(mode)})
 }
 
 // SetModel changes a live run's model for its next turns.
@@ -152,7 +153,7 @@ func (c *Core) SetModeWait(ctx context.Context, runID, mode string) error {
 	if err != nil {
 		return err
 	}
-	return r.inputWait(ctx, executor.Input{Kind: executor.InputSetMode, Mode: permissionMode(mode)})
+	return r.inputWait(ctx, executor.Input{Kind: executor.InputSetMode, Mode: streamjson.PermissionMode(mode)})
 }
 
 // SetModelWait is SetModel, answered once the CLI took the change.

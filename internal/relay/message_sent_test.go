@@ -235,8 +235,16 @@ func TestSendPostsMessageSentFirst(t *testing.T) {
 			c := New(Options{Executor: x, Spool: spool, DefaultCwd: cwd})
 			defer c.Close()
 			sink := newTurnSink()
-			if _, err := c.Start(Request{RunID: "r", SessionID: "s", InteractionID: "i1", Prompt: tc.first,
-				KeepAlive: true, Idle: tc.first == ""}, sink); err != nil {
+			if _, err := c.Start(Request{
+				RunOptions: executor.RunOptions{
+					KeepAlive: true,
+				},
+				RunID:         "r",
+				SessionID:     "s",
+				InteractionID: "i1",
+				Prompt:        tc.first,
+				Idle:          tc.first == "",
+			}, sink); err != nil {
 				t.Fatal(err)
 			}
 			hold := strings.HasPrefix(tc.first, "hold")

@@ -74,7 +74,7 @@ func BenchmarkPartial(b *testing.B) {
 		})
 		cwd := b.TempDir()
 		measurePartials(b, fx, func() {
-			_, err := core.Start(relay.Request{Prompt: "partials", Cwd: cwd, KeepAlive: true, PartialMessages: true}, sink)
+			_, err := core.Start(relay.Request{RunOptions: executor.RunOptions{Cwd: cwd, KeepAlive: true, PartialMessages: true}, Prompt: "partials"}, sink)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func BenchmarkPartial(b *testing.B) {
 		prompt := "partials"
 		measurePartials(b, fx, func() {
 			cmd, _ := json.Marshal(extension.Command{Action: extension.ActionPrompt, RunID: uuid.NewString(), Prompt: &prompt,
-				Options: extension.PromptOptions{KeepAlive: true, PartialMessages: true}})
+				Options: extension.PromptOptions{RunOptions: executor.RunOptions{KeepAlive: true, PartialMessages: true}}})
 			if _, err := inW.Write(append(cmd, '\n')); err != nil {
 				b.Fatal(err)
 			}

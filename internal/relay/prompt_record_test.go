@@ -94,7 +94,7 @@ func TestRunStartedRecordsPrompt(t *testing.T) {
 			{Type: "image", MediaType: "image/png", Size: int64(len(img)), SHA256: wire.SHA256(img)},
 			{Type: "file", Path: "notes.txt", MediaType: "text/plain", Size: 9, SHA256: wire.SHA256([]byte("my notes\n"))},
 		}},
-		{name: "idle start", req: Request{KeepAlive: true, Idle: true}, idle: true},
+		{name: "idle start", req: Request{RunOptions: executor.RunOptions{KeepAlive: true}, Idle: true}, idle: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spool := &fakeSpool{}
@@ -187,7 +187,7 @@ func TestMessageSentRecordsBlocks(t *testing.T) {
 			c := New(Options{Executor: newLiveExec(), Spool: spool, DefaultCwd: t.TempDir()})
 			defer c.Close()
 			sink := newTurnSink()
-			if _, err := c.Start(Request{RunID: "r", SessionID: "s", KeepAlive: true, Idle: true}, sink); err != nil {
+			if _, err := c.Start(Request{RunOptions: executor.RunOptions{KeepAlive: true}, RunID: "r", SessionID: "s", Idle: true}, sink); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Send("", "r", "i2", tc.m); err != nil {

@@ -322,7 +322,7 @@ type discardForwarder struct{}
 var _ host.Forwarder = discardForwarder{}
 
 func (discardForwarder) OnError(func(forwarder.Error)) {}
-func (discardForwarder) Start()                       {}
+func (discardForwarder) Start()                        {}
 
 func (discardForwarder) Enqueue(forwarder.Event) (forwarder.Accepted, error) {
 	return forwarder.Accepted{}, nil

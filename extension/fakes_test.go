@@ -133,7 +133,7 @@ type fakeForwarder struct {
 var _ host.Forwarder = (*fakeForwarder)(nil)
 
 func (f *fakeForwarder) OnError(func(forwarder.Error)) {}
-func (f *fakeForwarder) Start()                       {}
+func (f *fakeForwarder) Start()                        {}
 
 func newFakeForwarder() *fakeForwarder {
 	return &fakeForwarder{seqs: map[string]int64{}, canon: map[string]bool{}}

@@ -152,7 +152,7 @@ func TestQuietStart(t *testing.T) {
 	e := New(Options{CLIPath: path, BaseEnv: append(os.Environ(), env...), StartupTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	for _, mode := range []streamjson.PermissionMode{"", "plan"} {
-		if res, err := e.Run(context.Background(), Request{Prompt: "hello", PermissionMode: mode}, &recorder{}, nil); err != nil || res.Status != StatusCompleted {
+		if res, err := e.Run(context.Background(), Request{Prompt: "hello", RunOptions: RunOptions{PermissionMode: mode}}, &recorder{}, nil); err != nil || res.Status != StatusCompleted {
 			t.Fatalf("mode %q: %+v, %v", mode, res, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/discovery"
 	"github.com/claude-relay/claude-relay/internal/logging"
+	"github.com/claude-relay/claude-relay/internal/runview"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
@@ -447,7 +448,7 @@ func checkSpool(a *App) finding {
 	}
 	for _, g := range stranded {
 		f.notes = append(f.notes, fmt.Sprintf("%d %s in %d %s for %s: move them with `%s`, or deliver them there%s with `%s`",
-			g.Pending, inflect(g.Pending, "event", "events"), g.Sessions, inflect(int64(g.Sessions), "session", "sessions"),
+			g.Pending, runview.Inflect(g.Pending, "event", "events"), g.Sessions, runview.Inflect(int64(g.Sessions), "session", "sessions"),
 			destLabel(g.Backend), g.MoveCommand, tokenNote(g.Backend), g.DeliverCommand))
 	}
 	switch {
@@ -457,7 +458,7 @@ func checkSpool(a *App) finding {
 			n += g.Pending
 		}
 		f.problem = fmt.Sprintf("%d %s in %s wait for another backend than the configured one (%s); runs and a plain `spool flush` leave them (below)",
-			n, inflect(n, "event", "events"), dir, destLabel(configured))
+			n, runview.Inflect(n, "event", "events"), dir, destLabel(configured))
 		f.fix = "`claude-relay spool flush --to " + toArg(configured) + "` delivers them to the configured backend"
 		if dead > 0 {
 			f.notes = append(f.notes, fmt.Sprintf("and %d dead-lettered events (see `claude-relay spool status`)", dead))

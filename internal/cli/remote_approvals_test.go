@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
-	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/pgtest"
@@ -380,56 +378,4 @@ func screenHasLine(screen, line string) bool {
 		}
 	}
 	return false
-}
-
-// `run` links straight to the session's page, on the live line and at the
-// end, with the session ID escaped so that any ID opens its page.
-func TestRunLinksToTheSession(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		dashboard string
-		embedded  bool
-		want      []string
-	}{
-		{"embedded default", "http://127.0.0.1:40393", true, []string{
-			"run r1 started in /w · events: http://127.0.0.1:40393/sessions/my%20session%2F1",
-			"events stored; see them with: claude-relay serve, then open http://127.0.0.1:8787/sessions/my%20session%2F1"}},
-		{"running serve", "http://127.0.0.1:8787/", false, []string{
-			"run r1 started in /w · events: http://127.0.0.1:8787/sessions/my%20session%2F1",
-			"events: http://127.0.0.1:8787/sessions/my%20session%2F1"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			a := &App{Stdout: &out, Stderr: io.Discard}
-			v := newView(a, runOptions{}, tc.dashboard, nil)
-			v.embedded, v.serveAddr = tc.embedded, "127.0.0.1:8787"
-			v.Event(relay.Event{Kind: relay.KindStarted, RunID: "r1", SessionID: "my session/1", Cwd: "/w", Live: 1})
-			v.Event(relay.Event{Kind: relay.KindEnded, RunID: "r1", SessionID: "my session/1", End: &relay.End{Status: "completed"}})
-			<-v.done
-			for _, want := range tc.want {
-				if !screenHasLine(out.String(), want) {
-					t.Errorf("no line %q in:\n%s", want, out.String())
-				}
-			}
-		})
-	}
-}
-
-// The terminal's question ends with who decided instead.
-func TestGoneLine(t *testing.T) {
-	for _, tc := range []struct {
-		d      *relay.Decided
-		reason string
-		want   string
-	}{
-		{&relay.Decided{By: "dashboard", ByDetail: "dashboard:phone", Decision: "allow"}, "already decided by dashboard (phone): allow", "decided in the dashboard: allow"},
-		{&relay.Decided{By: "timeout", Decision: "deny"}, "timed out: denied and the turn stopped", "timed out: denied and the turn stopped"},
-		{&relay.Decided{By: "cancelled", Decision: "deny"}, "cancelled", "cancelled"},
-		{&relay.Decided{By: "extension", Decision: "deny"}, "", "decided by extension: deny"},
-		{nil, "", "no longer pending"},
-	} {
-		if got := goneLine(tc.d, tc.reason); got != tc.want {
-			t.Errorf("goneLine(%+v, %q) = %q, want %q", tc.d, tc.reason, got, tc.want)
-		}
-	}
 }

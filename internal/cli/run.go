@@ -22,6 +22,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/runview"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/version"
 	"github.com/claude-relay/claude-relay/internal/wire"
@@ -229,131 +230,188 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	if err := o.check(a); err != nil {
 		return err
 	}
-	var ask *ttyAsker
-	switch {
-	case o.Approvals:
-		var err error
-		if ask, err = openTTY(); err != nil {
-			return fmt.Errorf("%w: %w (%w): run it in a terminal, or let an editor answer approvals through "+
-				"`claude-relay extension` (approval_requested / approve)", errUsage, errNoTTY, err)
-		}
+	ask, err := o.asker(a)
+	if err != nil {
+		return err
+	}
+	if ask != nil {
 		defer ask.Close()
-	case isTerminal(a.Stdin) && isTerminal(a.Stdout):
-		// Plans and the model's questions ask whatever --approvals says;
-		// on a terminal there is someone to ask.
-		if t, err := openTTY(); err == nil {
-			ask = t
-			defer ask.Close()
-		}
 	}
 	h, err := a.newHelper(context.WithoutCancel(ctx), true)
 	if err != nil {
 		return err
 	}
-	c := a.loaded.Config
-	core := h.Core()
-	v := newView(a, o, h.backend.Dashboard, core)
-	v.embedded, v.serveAddr, v.ask, v.spoolDir = h.backend.Embedded, c.Serve.Addr, ask, c.Spool.Dir
-	h.Start(v.forwarderError)
-	v.startSpinner()
-	defer v.stopSpinner()
-	if o.json {
-		v.emitJSON(extension.Event{Event: extension.EventReady, Version: version.Get().Version, Protocol: extension.ProtocolVersion,
-			PID: os.Getpid(), CLIPath: h.cli.path, CLIVersion: h.cli.version, Backend: h.backend.URL, Dashboard: h.backend.Dashboard})
-	}
-
-	probeCtx, stopProbe := context.WithCancel(ctx)
-	var probe sync.WaitGroup
-	if !h.backend.Embedded {
-		// Said at once, while the run goes ahead: its events wait in the spool.
-		token, configured := a.forwarderOptions(h.backend).Token, c.Backend.URL != ""
-		probe.Go(func() {
-			if msg := probeBackend(probeCtx, h.backend.URL, token(), configured); msg != "" {
-				v.line("! " + a.redact(msg))
-			}
-		})
-	}
-	defer func() { stopProbe(); probe.Wait() }()
+	v := a.runView(h, o, ask)
+	h.Start(v.ForwarderError)
+	v.StartSpinner()
+	defer v.StopSpinner()
+	defer a.startProbe(ctx, h, v)()
 
 	req, err := o.request()
 	if err != nil {
 		h.close(relay.StopClosed) // nothing was spooled
 		return err
 	}
-	run, err := core.Start(req, v)
+	run, err := h.Core().Start(req, v)
 	if err != nil {
 		h.close(relay.StopClosed) // nothing was spooled
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-
-	signals := make(chan os.Signal, 2)
-	if a.Signals != nil {
-		defer a.Signals(signals)()
-	}
-	// The first signal cancels the run, which then drains and exits with
-	// 128+signal; a second one exits at once. With -i, each turn's end asks
-	// for the next message, and Ctrl-C during a turn stops that turn alone
-	// (as in the Claude CLI): the run asks for the next message.
-	var first os.Signal
-	turnRunning, stopping := true, false
-	code := exitFailure
-	var lines *lineReader
-	if o.interactive {
-		lines = newLineReader(a.Stdin, a.Stdout)
-		defer lines.Close()
-	}
-wait:
-	for {
-		select {
-		case code = <-v.done:
-			break wait
-		case <-v.turns:
-			turnRunning, stopping = false, false
-			lines.ask("> ")
-		case line := <-lines.C():
-			if strings.TrimSpace(line.text) == "" || line.err != nil {
-				core.End("", run.ID()) //nolint:errcheck // it may have just ended
-				continue
-			}
-			if err := core.Send("", run.ID(), "", relay.Message{Prompt: strings.TrimRight(line.text, "\r\n")}); err != nil {
-				v.line("! " + err.Error())
-				continue
-			}
-			turnRunning = true
-			v.setStatus("thinking")
-		case sig := <-signals:
-			if o.interactive && sig == os.Interrupt && turnRunning && !stopping && first == nil {
-				stopping = true
-				if err := core.Interrupt("", run.ID(), wire.ByTTY); err == nil {
-					v.line("stopping the turn (Ctrl-C again ends the run)")
-					continue
-				}
-			}
-			if first != nil {
-				h.abandon()
-				return &ExitError{Code: signalStatus(first)}
-			}
-			first = sig
-			core.Cancel(run.ID(), relay.Stop{By: wire.ByTTY, Why: "stopped with " + signalName(sig)}) //nolint:errcheck // it may have just ended
-		}
+	l := &runLoop{a: a, o: o, h: h, v: v, run: run}
+	code, first := l.wait()
+	if l.forced {
+		h.abandon()
+		return &ExitError{Code: signalStatus(first)}
 	}
 	closed := h.close(relay.StopClosed)
-	drainErr := closed.Err
-	v.shutdown(drainErr, closed.Stats)
-	if first != nil && code == exitCancelled {
+	v.Shutdown(closed.Err, closed.Stats)
+	if first != nil && code == runview.ExitCancelled {
 		code = signalStatus(first)
 	}
 	if code != 0 {
 		return &ExitError{Code: code}
 	}
-	if drainErr != nil && !errors.Is(drainErr, forwarder.ErrUndelivered) {
-		return drainErr
+	if closed.Err != nil && !errors.Is(closed.Err, forwarder.ErrUndelivered) {
+		return closed.Err
 	}
 	return nil
 }
 
-// exitCancelled is a cancelled run's exit code (seed 002).
-const exitCancelled = 130
+// asker opens the terminal that approvals, plans and the model's questions
+// are asked on: required with --approvals, else whenever run is on a
+// terminal (plans and questions ask whatever --approvals says); nil when
+// there is nobody to ask.
+func (o runOptions) asker(a *App) (*runview.Asker, error) {
+	switch {
+	case o.Approvals:
+		ask, err := runview.OpenTTY()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w (%w): run it in a terminal, or let an editor answer approvals through "+
+				"`claude-relay extension` (approval_requested / approve)", errUsage, errNoTTY, err)
+		}
+		return ask, nil
+	case isTerminal(a.Stdin) && isTerminal(a.Stdout):
+		if ask, err := runview.OpenTTY(); err == nil {
+			return ask, nil
+		}
+	}
+	return nil, nil
+}
+
+// runView is the view of o's run on h, which says the ready event first
+// with --json.
+func (a *App) runView(h *helper, o runOptions, ask *runview.Asker) *runview.View {
+	c := a.loaded.Config
+	v := runview.New(runview.Options{Stdout: a.Stdout, Stderr: a.Stderr, Logger: a.log,
+		TTY: isTerminal(a.Stdout), JSON: o.json, Interactive: o.interactive,
+		Approvals: o.Approvals, PermissionMode: o.PermissionMode,
+		Dashboard: h.backend.Dashboard, Core: h.Core(), Embedded: h.backend.Embedded,
+		ServeAddr: c.Serve.Addr, SpoolDir: c.Spool.Dir, Ask: ask})
+	if o.json {
+		v.EmitJSON(extension.Event{Event: extension.EventReady, Version: version.Get().Version, Protocol: extension.ProtocolVersion,
+			PID: os.Getpid(), CLIPath: h.cli.path, CLIVersion: h.cli.version, Backend: h.backend.URL, Dashboard: h.backend.Dashboard})
+	}
+	return v
+}
+
+// startProbe says at once, while the run goes ahead (its events wait in
+// the spool), when the backend will not take them; the returned func stops
+// the probe and waits for it.
+func (a *App) startProbe(ctx context.Context, h *helper, v *runview.View) (stop func()) {
+	if h.backend.Embedded {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var probe sync.WaitGroup
+	token, configured := a.forwarderOptions(h.backend).Token, a.loaded.Config.Backend.URL != ""
+	probe.Go(func() {
+		if msg := probeBackend(ctx, h.backend.URL, token(), configured); msg != "" {
+			v.Line("! " + a.redact(msg))
+		}
+	})
+	return func() { cancel(); probe.Wait() }
+}
+
+// runLoop waits for a run's end, taking -i's follow-up messages and the
+// signals. The first signal cancels the run, which then drains and exits
+// with 128+signal; a second one exits at once (forced). With -i, each
+// turn's end asks for the next message, and Ctrl-C during a turn stops that
+// turn alone (as in the Claude CLI): the run asks for the next message.
+type runLoop struct {
+	a   *App
+	o   runOptions
+	h   *helper
+	v   *runview.View
+	run *relay.Run
+
+	turnRunning, stopping, forced bool
+	first                         os.Signal
+}
+
+// wait returns the run's exit status and the first signal, if any.
+func (l *runLoop) wait() (int, os.Signal) {
+	signals := make(chan os.Signal, 2)
+	if l.a.Signals != nil {
+		defer l.a.Signals(signals)()
+	}
+	var lines *runview.LineReader
+	if l.o.interactive {
+		lines = runview.NewLineReader(l.a.Stdin, l.a.Stdout)
+		defer lines.Close()
+	}
+	l.turnRunning = true
+	for {
+		select {
+		case code := <-l.v.Done():
+			return code, l.first
+		case <-l.v.Turns():
+			l.turnRunning, l.stopping = false, false
+			lines.Ask("> ")
+		case line := <-lines.C():
+			l.send(line)
+		case sig := <-signals:
+			if l.signal(sig) {
+				return exitFailure, l.first
+			}
+		}
+	}
+}
+
+// send sends a typed line as the next message; an empty line or the end
+// of input ends the run.
+func (l *runLoop) send(line runview.Line) {
+	core, id := l.h.Core(), l.run.ID()
+	if strings.TrimSpace(line.Text) == "" || line.Err != nil {
+		core.End("", id) //nolint:errcheck // it may have just ended
+		return
+	}
+	if err := core.Send("", id, "", relay.Message{Prompt: strings.TrimRight(line.Text, "\r\n")}); err != nil {
+		l.v.Line("! " + err.Error())
+		return
+	}
+	l.turnRunning = true
+	l.v.SetStatus("thinking")
+}
+
+// signal acts on sig; it reports a second signal, which ends the wait at
+// once.
+func (l *runLoop) signal(sig os.Signal) (forced bool) {
+	core, id := l.h.Core(), l.run.ID()
+	if l.o.interactive && sig == os.Interrupt && l.turnRunning && !l.stopping && l.first == nil {
+		l.stopping = true
+		if err := core.Interrupt("", id, wire.ByTTY); err == nil {
+			l.v.Line("stopping the turn (Ctrl-C again ends the run)")
+			return false
+		}
+	}
+	if l.first != nil {
+		l.forced = true
+		return true
+	}
+	l.first = sig
+	core.Cancel(id, relay.Stop{By: wire.ByTTY, Why: "stopped with " + signalName(sig)}) //nolint:errcheck // it may have just ended
+	return false
+}
 
 // signalStatus is the shell's exit status for death by sig: 128+n.
 // signalName says a stop signal as a user gave it: Ctrl-C for SIGINT.
@@ -368,7 +426,7 @@ func signalStatus(sig os.Signal) int {
 	if s, ok := sig.(syscall.Signal); ok {
 		return 128 + int(s)
 	}
-	return exitCancelled
+	return runview.ExitCancelled
 }
 
 // probeBackend proves the backend a claude-relay backend that takes the

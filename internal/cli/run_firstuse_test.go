@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-relay/claude-relay/executor"
-	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
@@ -184,69 +182,6 @@ func TestRunSaysTheBackendIsUnreachable(t *testing.T) {
 	}
 }
 
-func TestViewRendering(t *testing.T) {
-	stream := func(line string) extension.Event {
-		return extension.Event{Event: extension.EventStream, Payload: json.RawMessage(line)}
-	}
-	long := strings.Repeat("word ", 40) + "&& rm -rf /tmp/victim"
-	tests := []struct {
-		name      string
-		approvals bool
-		ev        extension.Event
-		want      string
-	}{
-		{"auto-allowed full command", false, stream(`{"type":"assistant","message":{"role":"assistant","content":[` +
-			`{"type":"tool_use","id":"t","name":"Bash","input":{"command":"` + long + `","description":"Harmless"}}]}}`),
-			"● $ " + long + " — Harmless  (auto-allowed)\n"},
-		{"asked, no mark", true, stream(`{"type":"assistant","message":{"role":"assistant","content":[` +
-			`{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls\necho two"}}]}}`),
-			"● $ ls\n  echo two\n"},
-		{"tool output folded", false, stream(`{"type":"user","message":{"role":"user","content":[` +
-			`{"type":"tool_result","tool_use_id":"t","content":"1\n2\n3\n4\n5\n6\n"}]}}`),
-			"  │ 1\n  │ 2\n  │ 3\n  │ 4\n  │ … 2 more lines\n"},
-		{"tool error", false, stream(`{"type":"user","message":{"role":"user","content":[` +
-			`{"type":"tool_result","tool_use_id":"t","is_error":true,"content":"boom"}]}}`),
-			"  ✗ boom\n"},
-		{"api retry", false, stream(`{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":4000,"error_status":529,"error":"overloaded"}`),
-			"↻ API error 529 (overloaded): retrying in 4s, attempt 3 of 10\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out strings.Builder
-			v := newView(&App{Stdout: &out}, runOptions{sessionFlags: sessionFlags{RunOptions: executor.RunOptions{Approvals: tt.approvals}}}, "", nil)
-			v.render(tt.ev)
-			if out.String() != tt.want {
-				t.Errorf("got\n%q\nwant\n%q", out.String(), tt.want)
-			}
-		})
-	}
-}
-
-func TestApprovalQuestionShowsWhatWillRun(t *testing.T) {
-	long := "echo harmless-looking-prefix " + strings.Repeat("x", 200) + " && rm -rf /tmp/victim"
-	q := approvalQuestion(extension.Event{ToolName: "Bash", Title: "$ " + long + " — Run echo harmless-looking-prefix",
-		Input: json.RawMessage(`{"command":"` + long + `"}`)})
-	if want := "? $ " + long + " — Run echo harmless-looking-prefix\n"; q != want {
-		t.Errorf("question\n%q\nwant\n%q", q, want)
-	}
-	q = approvalQuestion(extension.Event{ToolName: "Edit",
-		Input: json.RawMessage(`{"file_path":"/w/a.go","old_string":"x := 1","new_string":"x := 2"}`)})
-	if want := "? Edit /w/a.go\n  -x := 1\n  +x := 2\n"; q != want {
-		t.Errorf("question\n%q\nwant\n%q", q, want)
-	}
-}
-
-func TestFinalFigures(t *testing.T) {
-	one := 0.0001
-	var out strings.Builder
-	v := newView(&App{Stdout: &out}, runOptions{}, "", nil)
-	v.final(extension.Event{Event: extension.EventRunCompleted, SessionID: "s", Result: &extension.Result{DurationMS: 1000},
-		Usage: &extension.Usage{InputTokens: 1, OutputTokens: 1}, TotalCostUSD: &one})
-	if !strings.Contains(out.String(), "1s · 1 token in, 1 out · $0.0001") {
-		t.Errorf("figures %q", out.String())
-	}
-}
-
 func regexpLine(expr string) *regexp.Regexp { return regexp.MustCompile("(?m)" + expr) }
 
 // The CLI's API retries show in the live view as they happen.
@@ -265,22 +200,5 @@ func TestRunShowsAPIRetries(t *testing.T) {
 	}
 	if !regexpLine(`^↻ API error 500.*: retrying in [0-9.]+m?s, attempt 1 of \d+$`).MatchString(out.String()) {
 		t.Error("no retry line in the live view")
-	}
-}
-
-// A run that failed before the model answered has nothing to resume.
-func TestNoResumeHintForARunWithNothingToResume(t *testing.T) {
-	var out strings.Builder
-	v := newView(&App{Stdout: &out}, runOptions{}, "", nil)
-	v.final(extension.Event{Event: extension.EventRunFailed, SessionID: "s", ConversationID: "c",
-		Result: &extension.Result{ExitCode: 1, Stderr: "Not logged in: …"}, Usage: &extension.Usage{}})
-	if strings.Contains(out.String(), "resume:") || strings.Contains(out.String(), "conversation c") {
-		t.Errorf("resume hint for a failed run with no answer:\n%s", out.String())
-	}
-	out.Reset()
-	v.final(extension.Event{Event: extension.EventRunFailed, SessionID: "s", ConversationID: "c",
-		Result: &extension.Result{ExitCode: 1}, Usage: &extension.Usage{InputTokens: 5, OutputTokens: 2}})
-	if !strings.Contains(out.String(), "resume: claude-relay run --session s --resume c") {
-		t.Errorf("no resume hint for a failed run that had turns:\n%s", out.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/runview"
 )
 
 func newSpoolCmd(a *App) *cobra.Command {
@@ -290,7 +291,7 @@ func runSpoolFlush(ctx context.Context, a *App, o spoolFlushOptions) error {
 		fmt.Fprintf(a.Stdout, "ended %d run(s) whose helper had died (relay.run_failed, reason helper_exited)\n", n)
 	}
 	for _, m := range sortedCounts(f.Moved()) {
-		fmt.Fprintf(a.Stdout, "moved the events of %d %s from %s to %s\n", m.n, inflect(int64(m.n), "session", "sessions"),
+		fmt.Fprintf(a.Stdout, "moved the events of %d %s from %s to %s\n", m.n, runview.Inflect(int64(m.n), "session", "sessions"),
 			destLabel(m.key), destLabel(dest))
 	}
 	if n := a.endDeadRuns(ctx, f); n > 0 {
@@ -338,7 +339,7 @@ func (a *App) printLeftElsewhere(w io.Writer, dest string) {
 			continue
 		}
 		fmt.Fprintf(w, "left %d %s of %d %s spooled for %s, not for %s: move them here with `%s`, or deliver them there%s with `%s`\n",
-			g.Pending, inflect(g.Pending, "event", "events"), g.Sessions, inflect(int64(g.Sessions), "session", "sessions"),
+			g.Pending, runview.Inflect(g.Pending, "event", "events"), g.Sessions, runview.Inflect(int64(g.Sessions), "session", "sessions"),
 			destLabel(g.Backend), destLabel(dest), g.MoveCommand, tokenNote(g.Backend), g.DeliverCommand)
 	}
 }

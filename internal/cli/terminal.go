@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/fsutil"
 	"github.com/claude-relay/claude-relay/internal/relay"
+	"github.com/claude-relay/claude-relay/internal/runview"
 	"github.com/claude-relay/claude-relay/terminal"
 )
 
@@ -60,28 +60,16 @@ func newTerminalCmd(a *App) *cobra.Command {
 }
 
 func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
-	if o.promptFile != "" {
-		// The file is private and single-use: removed on every path.
-		defer os.Remove(o.promptFile)
-		b, err := os.ReadFile(o.promptFile)
-		if err != nil {
-			return fmt.Errorf("read --prompt-file: %w", err)
-		}
-		o.prompt = string(b)
+	if err := o.readPromptFile(); err != nil {
+		return err
 	}
-	c := a.loaded.Config
-	if err := o.validate(c.Workspace); err != nil {
+	if err := o.validate(a.loaded.Config.Workspace); err != nil {
 		return err
 	}
 	h, err := a.newHelper(context.WithoutCancel(ctx), true)
 	if err != nil {
 		return err
 	}
-	cliPath := h.cli.path
-	if c.Claude.Command != "" {
-		cliPath = "" // claude.command is the CLI: the runner takes it as BaseCommand
-	}
-	backend := h.backend
 	h.Start(nil)
 	// Drained before the exit lines (they say the events are stored), and
 	// on every other path by the defer.
@@ -91,20 +79,8 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		}
 	})
 	defer drain()
-	exe, _ := os.Executable()
-	f := relay.Frame{SessionID: o.session, InteractionID: o.interaction, Cwd: o.Cwd}
-	f.Fill(c.Workspace)
-	var env []string
-	if a.Environ != nil {
-		env = a.Environ()
-	}
-	res, err := terminal.Run(context.WithoutCancel(ctx), terminal.Options{
-		CLIPath: cliPath, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe, Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.Model, c.Claude.Model),
-		Resume: o.Resume, Fork: o.Fork, Continue: o.Continue, BaseEnv: env, Env: c.Claude.Env,
-		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: h.Events(), State: relay.NewState(c.DataDir),
-		Registry: a.runRegistry(),
-		Logger:   a.log,
-	})
+	f := h.Core().Frame(relay.Frame{SessionID: o.session, InteractionID: o.interaction, Cwd: o.Cwd})
+	res, err := terminal.Run(context.WithoutCancel(ctx), a.terminalRun(h, o, f))
 	if res == nil {
 		return err // nothing started, so nothing to point at
 	}
@@ -112,31 +88,49 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 	if err == nil && res.ExitCode != 0 {
 		fmt.Fprintf(a.Stdout, "run failed: the Claude CLI exited with status %d (its output above says why)\n", res.ExitCode)
 	}
-	if line := eventsLine(backend, c.Serve.Addr, f.SessionID); line != "" {
+	if line := runview.EventsLine(h.backend.Dashboard, h.backend.Embedded, a.loaded.Config.Serve.Addr, f.SessionID); line != "" {
 		fmt.Fprintln(a.Stdout, line)
 	}
+	if err == nil && res.ExitCode != 0 {
+		err = &ExitError{Code: res.ExitCode}
+	}
+	return err
+}
+
+// readPromptFile takes the prompt from --prompt-file, which is private and
+// single-use: it is removed whatever happens.
+func (o *terminalOptions) readPromptFile() error {
+	if o.promptFile == "" {
+		return nil
+	}
+	defer os.Remove(o.promptFile)
+	b, err := os.ReadFile(o.promptFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("read --prompt-file: %w", err)
 	}
-	if res.ExitCode != 0 {
-		return &ExitError{Code: res.ExitCode}
-	}
+	o.prompt = string(b)
 	return nil
 }
 
-// eventsLine says where a run's events can be seen, in the words `run`
-// uses: the embedded default stops with this command, so it names serve and
-// the address serve will listen on; "" when the backend has no dashboard we
-// know of (a configured backend.url).
-func eventsLine(b *backendConn, serveAddr, session string) string {
-	page := "/sessions/" + neturl.PathEscape(session)
-	switch {
-	case b.Embedded:
-		return "events stored; see them with: claude-relay serve, then open http://" + serveAddr + page
-	case b.Dashboard != "":
-		return "events: " + b.Dashboard + page
+// terminalRun is the terminal runner's options for o's run in frame f on h.
+func (a *App) terminalRun(h *helper, o terminalOptions, f relay.Frame) terminal.Options {
+	c := a.loaded.Config
+	cliPath := h.cli.path
+	if c.Claude.Command != "" {
+		cliPath = "" // claude.command is the CLI: the runner takes it as BaseCommand
 	}
-	return ""
+	exe, _ := os.Executable()
+	var env []string
+	if a.Environ != nil {
+		env = a.Environ()
+	}
+	return terminal.Options{
+		CLIPath: cliPath, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe,
+		Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.Model, c.Claude.Model),
+		Resume: o.Resume, Fork: o.Fork, Continue: o.Continue, BaseEnv: env, Env: c.Claude.Env,
+		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: h.Events(),
+		State: relay.NewState(c.DataDir), Registry: a.runRegistry(), Logger: a.log,
+	}
 }
 
 func firstNonEmpty(s ...string) string {

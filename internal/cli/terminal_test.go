@@ -118,27 +118,6 @@ func TestTerminalExit(t *testing.T) {
 	}
 }
 
-func TestEventsLine(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		b    backendConn
-		want string
-	}{
-		{"embedded default", backendConn{URL: "http://127.0.0.1:40393", Dashboard: "http://127.0.0.1:40393", Embedded: true},
-			"events stored; see them with: claude-relay serve, then open http://127.0.0.1:8787/sessions/s 1"},
-		{"running serve", backendConn{URL: "http://127.0.0.1:8787", Dashboard: "http://127.0.0.1:8787"},
-			"events: http://127.0.0.1:8787/sessions/s 1"},
-		{"configured backend", backendConn{URL: "https://relay.example"}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			want := strings.ReplaceAll(tc.want, "s 1", "s%201")
-			if got := eventsLine(&tc.b, "127.0.0.1:8787", "s 1"); got != want {
-				t.Errorf("eventsLine = %q, want %q", got, want)
-			}
-		})
-	}
-}
-
 // TestTerminalHelpExamples: `terminal --help` and the hidden `hook-post
 // --help` show how they are run.
 func TestTerminalHelpExamples(t *testing.T) {

@@ -1,9 +1,11 @@
-package cli
+package runview
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	neturl "net/url"
 	"strings"
 	"sync"
@@ -17,21 +19,32 @@ import (
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
-// view shows a run: its protocol events with --json, a live view on a
+// Options say where and how a run is shown.
+type Options struct {
+	Stdout, Stderr io.Writer
+	Logger         *slog.Logger
+	TTY            bool // Stdout is a terminal: a live view with a spinner
+	JSON           bool // the extension protocol's events, one per line, instead
+	Interactive    bool // -i: each turn's answer is shown when the turn ends
+	// Approvals and PermissionMode are the run's: they say which tool
+	// calls run without asking anyone.
+	Approvals      bool
+	PermissionMode streamjson.PermissionMode
+	Dashboard      string      // the backend's dashboard, for links; "" none
+	Core           *relay.Core // where answers to approvals go
+	Embedded       bool        // the backend ends with this run
+	ServeAddr      string      // where `claude-relay serve` will listen
+	SpoolDir       string      // where undelivered events wait
+	Ask            *Asker      // the terminal to ask on; nil: approvals are not asked here
+}
+
+// View shows a run: its protocol events with JSON, a live view on a
 // terminal, plain lines otherwise. It is the run's relay.Sink.
-type view struct {
-	a         *App
-	o         runOptions
-	dashboard string
-	core      *relay.Core
-	embedded  bool   // the backend ends with this run
-	serveAddr string // where `claude-relay serve` will listen
-	tty       bool
-	ask       *ttyAsker // with --approvals: the terminal to ask on
-	spoolDir  string
-	json      *extension.Writer
-	done      chan int      // the run's exit status, once it ended
-	turns     chan struct{} // a live run's turn ended: it waits for the next message
+type View struct {
+	o     Options
+	json  *extension.Writer
+	done  chan int      // the run's exit status, once it ended
+	turns chan struct{} // a live run's turn ended: it waits for the next message
 
 	mu       sync.Mutex
 	start    time.Time
@@ -46,24 +59,37 @@ type view struct {
 	spinWG  sync.WaitGroup
 }
 
-func newView(a *App, o runOptions, dashboard string, core *relay.Core) *view {
-	v := &view{a: a, o: o, dashboard: strings.TrimRight(dashboard, "/"), core: core, done: make(chan int, 1), turns: make(chan struct{}, 1),
-		tty: !o.json && isTerminal(a.Stdout), start: time.Now(), status: "starting", stop: make(chan struct{})}
-	if o.json {
-		v.json = extension.NewWriter(a.Stdout)
+// New returns the View of one run.
+func New(o Options) *View {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.Dashboard = strings.TrimRight(o.Dashboard, "/")
+	o.TTY = o.TTY && !o.JSON
+	v := &View{o: o, done: make(chan int, 1), turns: make(chan struct{}, 1),
+		start: time.Now(), status: "starting", stop: make(chan struct{})}
+	if o.JSON {
+		v.json = extension.NewWriter(o.Stdout)
 	}
 	return v
 }
 
+// Done gives the run's exit status once it ended.
+func (v *View) Done() <-chan int { return v.done }
+
+// Turns ticks when a live run's turn ended and it waits for the next
+// message.
+func (v *View) Turns() <-chan struct{} { return v.turns }
+
 // startSpinner starts the spinner on a terminal; stopSpinner stops it and
 // waits for it.
-func (v *view) startSpinner() {
-	if v.tty {
+func (v *View) StartSpinner() {
+	if v.o.TTY {
 		v.spinWG.Go(v.spin)
 	}
 }
 
-func (v *view) stopSpinner() {
+func (v *View) StopSpinner() {
 	v.mu.Lock()
 	select {
 	case <-v.stop:
@@ -76,26 +102,26 @@ func (v *view) stopSpinner() {
 
 // Event implements relay.Sink: each run event becomes its protocol events,
 // shown as they come.
-func (v *view) Event(e relay.Event) {
-	if e.Kind == relay.KindApprovalCancelled && v.ask != nil {
+func (v *View) Event(e relay.Event) {
+	if e.Kind == relay.KindApprovalCancelled && v.o.Ask != nil {
 		// Decided elsewhere (the dashboard) or timed out: the question on
 		// the terminal ends, saying so.
-		v.ask.interrupt(e.Approval.ID, goneLine(e.Decided, e.Reason))
+		v.o.Ask.interrupt(e.Approval.ID, goneLine(e.Decided, e.Reason))
 	}
 	for _, ev := range extension.EventsOf(e) {
 		v.handle(ev)
 	}
 }
 
-func (v *view) handle(ev extension.Event) {
+func (v *View) handle(ev extension.Event) {
 	if v.json != nil {
-		v.emitJSON(ev)
+		v.EmitJSON(ev)
 	}
 	switch ev.Event {
 	case extension.EventRunCompleted, extension.EventRunFailed, extension.EventRunCancelled:
 		code := ev.Result.ExitCode
 		if ev.Event == extension.EventRunCancelled {
-			code = exitCancelled
+			code = ExitCancelled
 		}
 		if v.json == nil {
 			v.final(ev)
@@ -121,14 +147,14 @@ func (v *view) handle(ev extension.Event) {
 	}
 }
 
-func (v *view) emitJSON(ev extension.Event) {
+func (v *View) EmitJSON(ev extension.Event) {
 	if err := v.json.Emit(ev); err != nil {
-		v.a.log.Debug("stdout closed", "err", err)
+		v.o.Logger.Debug("stdout closed", "err", err)
 	}
 }
 
 // partialText prints a text delta as it comes (--partial).
-func (v *view) partialText(payload json.RawMessage) {
+func (v *View) partialText(payload json.RawMessage) {
 	var se struct {
 		Event struct {
 			Type  string `json:"type"`
@@ -145,28 +171,28 @@ func (v *view) partialText(payload json.RawMessage) {
 	defer v.mu.Unlock()
 	if !v.midLine {
 		v.clear()
-		fmt.Fprint(v.a.Stdout, "\n")
+		fmt.Fprint(v.o.Stdout, "\n")
 	}
 	v.streamed, v.midLine, v.spinning = true, true, false
-	fmt.Fprint(v.a.Stdout, se.Event.Delta.Text)
+	fmt.Fprint(v.o.Stdout, se.Event.Delta.Text)
 }
 
 // answer prints a turn's answer, unless --partial already did; callers
 // have cleared, which ended a streamed answer's line.
-func (v *view) answer(text string) {
+func (v *View) answer(text string) {
 	if v.streamed {
-		fmt.Fprint(v.a.Stdout, "\n")
+		fmt.Fprint(v.o.Stdout, "\n")
 		v.streamed = false
 		return
 	}
 	if text != "" {
-		fmt.Fprintf(v.a.Stdout, "\n%s\n\n", text)
+		fmt.Fprintf(v.o.Stdout, "\n%s\n\n", text)
 	}
 }
 
 // turnEnd shows a live run's turn: its answer and figures; the > prompt
 // follows.
-func (v *view) turnEnd(ev extension.Event) {
+func (v *View) turnEnd(ev extension.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.spinning = false
@@ -174,19 +200,19 @@ func (v *view) turnEnd(ev extension.Event) {
 	v.answer(ev.Result.Stdout)
 	switch ev.Status {
 	case wire.StatusInterrupted:
-		fmt.Fprintf(v.a.Stdout, "turn interrupted: %s\n", firstNonBlank(ev.Reason, "stopped"))
+		fmt.Fprintf(v.o.Stdout, "turn interrupted: %s\n", firstNonBlank(ev.Reason, "stopped"))
 	case wire.StatusFailed:
-		fmt.Fprintf(v.a.Stdout, "turn failed: %s\n", firstLine(firstNonBlank(ev.Reason, ev.Result.Stderr)))
+		fmt.Fprintf(v.o.Stdout, "turn failed: %s\n", firstLine(firstNonBlank(ev.Reason, ev.Result.Stderr)))
 	}
-	fmt.Fprintln(v.a.Stdout, figures(ev))
+	fmt.Fprintln(v.o.Stdout, figures(ev))
 }
 
 // forwarderError shows a delivery problem (a refused token, a dead
 // letter) as it happens.
-func (v *view) forwarderError(e forwarder.Error) {
+func (v *View) ForwarderError(e forwarder.Error) {
 	ev := extension.ForwarderErrorEvent(e)
 	if v.json != nil {
-		v.emitJSON(ev)
+		v.EmitJSON(ev)
 		return
 	}
 	v.render(ev)
@@ -194,30 +220,30 @@ func (v *view) forwarderError(e forwarder.Error) {
 
 // shutdown says what the drain left behind: the shutdown event with
 // --json, one sentence on stderr otherwise (CONTRACT §3).
-func (v *view) shutdown(drainErr error, st forwarder.Stats) {
+func (v *View) Shutdown(drainErr error, st forwarder.Stats) {
 	ev := extension.ShutdownEvent("run ended", drainErr, st)
 	if v.json != nil {
-		v.emitJSON(ev)
+		v.EmitJSON(ev)
 	}
 	if ev.Message != "" {
-		fmt.Fprintln(v.a.Stderr, "claude-relay:", v.leftover(ev))
+		fmt.Fprintln(v.o.Stderr, "claude-relay:", v.leftover(ev))
 	}
 }
 
-func (v *view) render(ev extension.Event) {
+func (v *View) render(ev extension.Event) {
 	switch ev.Event {
 	case extension.EventRunStarted:
 		where := ""
-		if v.dashboard != "" {
-			where = " · events: " + sessionLink(v.dashboard, ev.SessionID)
+		if v.o.Dashboard != "" {
+			where = " · events: " + sessionLink(v.o.Dashboard, ev.SessionID)
 		}
-		v.line(fmt.Sprintf("run %s started in %s%s", short(ev.RunID), ev.Cwd, where))
+		v.Line(fmt.Sprintf("run %s started in %s%s", short(ev.RunID), ev.Cwd, where))
 		switch {
 		case v.o.Approvals:
 		case v.o.PermissionMode == streamjson.PermissionModePlan:
-			v.line("plan mode: nothing changes until you approve the plan; then tools run without asking (--approvals asks first)")
+			v.Line("plan mode: nothing changes until you approve the plan; then tools run without asking (--approvals asks first)")
 		default:
-			v.line("tools run without asking (auto-allowed); --approvals asks first")
+			v.Line("tools run without asking (auto-allowed); --approvals asks first")
 		}
 	case extension.EventStream:
 		msg, err := streamjson.Decode(ev.Payload)
@@ -231,29 +257,29 @@ func (v *view) render(ev extension.Event) {
 			v.mu.Unlock()
 			for _, tu := range msg.Assistant.ToolUses() {
 				title, _ := tooltitle.Of(tu.Name, tu.Input)
-				v.setStatus(title)
+				v.SetStatus(title)
 				mark := ""
 				if v.autoAllows(tu.Name) {
 					mark = "  (auto-allowed)"
 				}
-				v.line(indent("● ", "  ", tooltitle.Full(tu.Name, tu.Input)) + mark)
+				v.Line(indent("● ", "  ", tooltitle.Full(tu.Name, tu.Input)) + mark)
 			}
 			if msg.Assistant.Text() != "" {
-				v.setStatus("writing")
+				v.SetStatus("writing")
 			}
 		case msg.User != nil:
 			for _, tr := range msg.User.ToolResults() {
 				if out := toolOutput(tr, toolOutputLines); out != "" {
-					v.line(out)
+					v.Line(out)
 				}
 			}
 		case msg.System != nil && msg.System.Subtype == "api_retry":
-			v.line(apiRetry(ev.Payload))
+			v.Line(apiRetry(ev.Payload))
 		}
 	case extension.EventLimitNotice:
-		v.line("! limit: " + ev.Message)
+		v.Line("! limit: " + ev.Message)
 	case extension.EventError:
-		v.line(fmt.Sprintf("! %s: %s", ev.Code, ev.Message))
+		v.Line(fmt.Sprintf("! %s: %s", ev.Code, ev.Message))
 	}
 }
 
@@ -283,7 +309,7 @@ func toolOutput(tr streamjson.ToolResult, max int) string {
 	for i, l := range lines {
 		if i == max {
 			n := len(lines) - max
-			fmt.Fprintf(&b, "%s… %d more %s\n", bar, n, inflect(n, "line", "lines"))
+			fmt.Fprintf(&b, "%s… %d more %s\n", bar, n, Inflect(n, "line", "lines"))
 			break
 		}
 		b.WriteString(bar + l + "\n")
@@ -319,24 +345,26 @@ func indent(first, rest, s string) string {
 	return first + strings.ReplaceAll(s, "\n", "\n"+rest)
 }
 
-func inflect[N int64OrInt](n N, one, many string) string {
+// Inflect is one or many by n: "1 event", "2 events" (doctor and the spool
+// commands say counts the same way).
+func Inflect[N int64OrInt](n N, one, many string) string {
 	if n == 1 {
 		return one
 	}
 	return many
 }
 
-// int64OrInt lets inflect take token counts and line counts alike.
+// int64OrInt lets Inflect take token counts and line counts alike.
 type int64OrInt interface{ ~int | ~int64 }
 
-func (v *view) final(ev extension.Event) {
+func (v *View) final(ev extension.Event) {
 	// Under mu: the spinner and the backend probe print too.
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.spinning = false
 	v.clear()
-	out := v.a.Stdout
-	if !v.o.interactive { // -i showed each turn's answer already
+	out := v.o.Stdout
+	if !v.o.Interactive { // -i showed each turn's answer already
 		v.answer(ev.Result.Stdout)
 	}
 	switch ev.Event {
@@ -358,9 +386,28 @@ func (v *view) final(ev extension.Event) {
 			ev.ConversationID, ev.SessionID, ev.ConversationID)
 	}
 	// The embedded backend ends with this run; serve shows the same data.
-	if line := eventsLine(&backendConn{Dashboard: v.dashboard, Embedded: v.embedded}, v.serveAddr, ev.SessionID); line != "" {
+	if line := EventsLine(v.o.Dashboard, v.o.Embedded, v.o.ServeAddr, ev.SessionID); line != "" {
 		fmt.Fprintln(out, line)
 	}
+}
+
+// ExitCancelled is a cancelled run's exit status (seed 002).
+const ExitCancelled = 130
+
+// EventsLine says where a session's events can be seen once its run ended,
+// in the same words for `run` and `terminal`: the embedded default stops
+// with the command, so it names serve and the address serve will listen on
+// (serveAddr); "" when the backend has no dashboard we know of (a
+// configured backend.url).
+func EventsLine(dashboard string, embedded bool, serveAddr, session string) string {
+	page := "/sessions/" + neturl.PathEscape(session)
+	switch {
+	case embedded:
+		return "events stored; see them with: claude-relay serve, then open http://" + serveAddr + page
+	case dashboard != "":
+		return "events: " + dashboard + page
+	}
+	return ""
 }
 
 // sessionLink is a session's page on the dashboard at base, the ID escaped
@@ -371,7 +418,7 @@ func sessionLink(base, session string) string {
 
 // autoAllows reports whether a tool call runs without asking anyone: not
 // with --approvals, not in plan mode, never a plan or a question.
-func (v *view) autoAllows(tool string) bool {
+func (v *View) autoAllows(tool string) bool {
 	return !v.o.Approvals && v.o.PermissionMode != streamjson.PermissionModePlan &&
 		tool != "ExitPlanMode" && tool != "AskUserQuestion"
 }
@@ -379,16 +426,16 @@ func (v *view) autoAllows(tool string) bool {
 // approve answers an approval request on the terminal. runRun refuses
 // --approvals without a terminal, but plans and questions ask whatever
 // --approvals says: without a terminal they are sent back, never approved.
-func (v *view) approve(ev extension.Event) {
+func (v *View) approve(ev extension.Event) {
 	answer := func(rep relay.Reply) {
 		rep.By = wire.ByTTY
 		// A gone approval (cancelled, timed out) needs no answer.
-		_ = v.core.Answer(ev.RunID, ev.ApprovalID, rep)
+		_ = v.o.Core.Answer(ev.RunID, ev.ApprovalID, rep)
 	}
-	if v.ask == nil {
+	if v.o.Ask == nil {
 		const why = "nobody can answer here: claude-relay run has no terminal to ask on"
 		what := map[wire.Kind]string{wire.ApprovalPlan: "the plan", wire.ApprovalQuestion: "the model's question"}[ev.Kind]
-		v.line(fmt.Sprintf("%s was not approved: this run has no terminal to ask on (run it in a terminal, or answer through `claude-relay extension`)",
+		v.Line(fmt.Sprintf("%s was not approved: this run has no terminal to ask on (run it in a terminal, or answer through `claude-relay extension`)",
 			firstNonBlank(what, ev.ToolName)))
 		if ev.Kind == wire.ApprovalPlan {
 			answer(relay.Reply{Decision: wire.DecisionKeepPlanning, Reason: why})
@@ -405,16 +452,16 @@ func (v *view) approve(ev extension.Event) {
 	// decision in the dashboard) must keep flowing while the question
 	// waits; they end it (interrupt). An answer that came a moment too late
 	// says who won.
-	v.ask.expect(ev.ApprovalID)
+	v.o.Ask.expect(ev.ApprovalID)
 	go func() {
-		rep, ok := v.ask.decide(ev)
+		rep, ok := v.o.Ask.decide(ev)
 		if !ok {
 			return
 		}
 		rep.By = wire.ByTTY
 		var lost *relay.DecidedError
-		if err := v.core.Answer(ev.RunID, ev.ApprovalID, rep); errors.As(err, &lost) {
-			v.ask.say(goneLine(&lost.Decided, ""))
+		if err := v.o.Core.Answer(ev.RunID, ev.ApprovalID, rep); errors.As(err, &lost) {
+			v.o.Ask.say(goneLine(&lost.Decided, ""))
 		}
 	}()
 }
@@ -458,7 +505,7 @@ func approvalQuestion(ev extension.Event) string {
 func figures(ev extension.Event) string {
 	f := []string{(time.Duration(ev.Result.DurationMS) * time.Millisecond).Round(100 * time.Millisecond).String()}
 	if ev.Usage != nil {
-		f = append(f, fmt.Sprintf("%d %s in, %d out", ev.Usage.InputTokens, inflect(ev.Usage.InputTokens, "token", "tokens"), ev.Usage.OutputTokens))
+		f = append(f, fmt.Sprintf("%d %s in, %d out", ev.Usage.InputTokens, Inflect(ev.Usage.InputTokens, "token", "tokens"), ev.Usage.OutputTokens))
 	}
 	if ev.TotalCostUSD != nil {
 		f = append(f, fmt.Sprintf("$%.4f", *ev.TotalCostUSD))
@@ -467,7 +514,7 @@ func figures(ev extension.Event) string {
 }
 
 // leftover says in one sentence what the drain deadline left in the spool.
-func (v *view) leftover(ev extension.Event) string {
+func (v *View) leftover(ev extension.Event) string {
 	f := ev.Forwarder
 	if f == nil || f.Pending == 0 {
 		return ev.Message
@@ -477,10 +524,10 @@ func (v *view) leftover(ev extension.Event) string {
 		why = " (last error: " + f.LastError + ")"
 	}
 	return fmt.Sprintf("the backend has not taken %d %s yet%s; they wait in %s, and `claude-relay spool flush` or the next run delivers them",
-		f.Pending, inflect(f.Pending, "event", "events"), why, v.spoolDir)
+		f.Pending, Inflect(f.Pending, "event", "events"), why, v.o.SpoolDir)
 }
 
-func (v *view) setStatus(s string) {
+func (v *View) SetStatus(s string) {
 	v.mu.Lock()
 	v.status = s
 	v.spinning = true
@@ -488,34 +535,34 @@ func (v *view) setStatus(s string) {
 }
 
 // line prints a lasting line above the spinner.
-func (v *view) line(s string) {
-	if v.o.json {
+func (v *View) Line(s string) {
+	if v.o.JSON {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.clear()
-	fmt.Fprintln(v.a.Stdout, s)
+	fmt.Fprintln(v.o.Stdout, s)
 }
 
 // clear erases the spinner's line, or ends a line of streamed text, which
 // must stay; callers hold mu.
-func (v *view) clear() {
+func (v *View) clear() {
 	switch {
 	case v.midLine:
-		fmt.Fprint(v.a.Stdout, "\n")
+		fmt.Fprint(v.o.Stdout, "\n")
 		v.midLine = false
-	case v.tty:
-		fmt.Fprint(v.a.Stdout, "\r\x1b[2K")
+	case v.o.TTY:
+		fmt.Fprint(v.o.Stdout, "\r\x1b[2K")
 	}
 }
 
 var frames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-func (v *view) spin() {
+func (v *View) spin() {
 	t := time.NewTicker(120 * time.Millisecond)
 	defer t.Stop()
-	v.setStatus("thinking")
+	v.SetStatus("thinking")
 	for i := 0; ; i++ {
 		select {
 		case <-v.stop:
@@ -524,8 +571,8 @@ func (v *view) spin() {
 		}
 		v.mu.Lock()
 		if v.spinning && !v.midLine { // drawing would erase the streamed text
-			fmt.Fprintf(v.a.Stdout, "\r\x1b[2K%s %s · %s · %d %s out", frames[i%len(frames)],
-				time.Since(v.start).Round(100*time.Millisecond), v.status, v.outTok, inflect(v.outTok, "token", "tokens"))
+			fmt.Fprintf(v.o.Stdout, "\r\x1b[2K%s %s · %s · %d %s out", frames[i%len(frames)],
+				time.Since(v.start).Round(100*time.Millisecond), v.status, v.outTok, Inflect(v.outTok, "token", "tokens"))
 		}
 		v.mu.Unlock()
 	}

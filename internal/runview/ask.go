@@ -1,4 +1,4 @@
-package cli
+package runview
 
 import (
 	"bufio"
@@ -19,13 +19,13 @@ import (
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
-// ttyAsker asks questions on the controlling terminal, which works even
+// Asker asks questions on the controlling terminal, which works even
 // when stdin carries the prompt and stdout is piped. One approval is asked
 // at a time. A question whose approval is decided elsewhere meanwhile (the
 // dashboard, the timeout) ends at once, saying so: interrupt cuts the read
 // short with a read deadline, which the terminal's file supports (it is
 // pollable); where it does not, the answer typed next is dropped instead.
-type ttyAsker struct {
+type Asker struct {
 	mu sync.Mutex // one dialogue at a time
 	f  *os.File
 	r  *bufio.Reader
@@ -35,17 +35,17 @@ type ttyAsker struct {
 	gone   map[string]string // approvals expected or asked → why they went ("" while pending)
 }
 
-func openTTY() (*ttyAsker, error) {
+func OpenTTY() (*Asker, error) {
 	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	return &ttyAsker{f: f, r: bufio.NewReader(f), gone: map[string]string{}}, nil
+	return &Asker{f: f, r: bufio.NewReader(f), gone: map[string]string{}}, nil
 }
 
 // expect notes an approval that decide will ask about, so that an
 // interrupt that comes before its turn is kept.
-func (t *ttyAsker) expect(approvalID string) {
+func (t *Asker) expect(approvalID string) {
 	t.imu.Lock()
 	defer t.imu.Unlock()
 	t.gone[approvalID] = ""
@@ -53,7 +53,7 @@ func (t *ttyAsker) expect(approvalID string) {
 
 // interrupt ends the dialogue about approvalID, now or when its turn
 // comes, with the line why.
-func (t *ttyAsker) interrupt(approvalID, why string) {
+func (t *Asker) interrupt(approvalID, why string) {
 	t.imu.Lock()
 	defer t.imu.Unlock()
 	if _, ok := t.gone[approvalID]; !ok {
@@ -69,7 +69,7 @@ func (t *ttyAsker) interrupt(approvalID, why string) {
 var errGone = errors.New("the approval is no longer pending")
 
 // interrupted reports whether the approval being asked about went.
-func (t *ttyAsker) interrupted() bool {
+func (t *Asker) interrupted() bool {
 	t.imu.Lock()
 	defer t.imu.Unlock()
 	return t.asking != "" && t.gone[t.asking] != ""
@@ -77,7 +77,7 @@ func (t *ttyAsker) interrupted() bool {
 
 // begin starts the dialogue about approvalID; it returns why when the
 // approval went before its turn.
-func (t *ttyAsker) begin(approvalID string) string {
+func (t *Asker) begin(approvalID string) string {
 	t.imu.Lock()
 	defer t.imu.Unlock()
 	_ = t.f.SetReadDeadline(time.Time{}) // an earlier interrupt's is spent
@@ -91,7 +91,7 @@ func (t *ttyAsker) begin(approvalID string) string {
 
 // end finishes the dialogue begin started: why, if the approval went
 // meanwhile.
-func (t *ttyAsker) end(approvalID string) string {
+func (t *Asker) end(approvalID string) string {
 	t.imu.Lock()
 	defer t.imu.Unlock()
 	why := t.gone[approvalID]
@@ -101,7 +101,7 @@ func (t *ttyAsker) end(approvalID string) string {
 }
 
 // say prints a line on the terminal between dialogues.
-func (t *ttyAsker) say(s string) {
+func (t *Asker) say(s string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fmt.Fprintln(t.f, s)
@@ -109,7 +109,7 @@ func (t *ttyAsker) say(s string) {
 
 // line prints prompt and returns the answer's line, trimmed; io.EOF when
 // the terminal is gone.
-func (t *ttyAsker) line(prompt string) (string, error) {
+func (t *Asker) line(prompt string) (string, error) {
 	if t.interrupted() {
 		return "", errGone // no new prompt for a question that is moot
 	}
@@ -122,18 +122,18 @@ func (t *ttyAsker) line(prompt string) (string, error) {
 }
 
 // ask is line, lower-case; "" when the terminal is gone.
-func (t *ttyAsker) ask(prompt string) string {
+func (t *Asker) ask(prompt string) string {
 	s, _ := t.line(prompt)
 	return strings.ToLower(s)
 }
 
-func (t *ttyAsker) Close() error { return t.f.Close() }
+func (t *Asker) Close() error { return t.f.Close() }
 
 // decide holds the dialogue for one approval on the terminal and returns the
 // reply: a tool offers [y]es / [a]lways / [e]dit / [n]o, a plan its three
 // options, a question each of its questions. ok is false when the approval
 // went (interrupt) before an answer: the dialogue ends with why.
-func (t *ttyAsker) decide(ev extension.Event) (rep relay.Reply, ok bool) {
+func (t *Asker) decide(ev extension.Event) (rep relay.Reply, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if why := t.begin(ev.ApprovalID); why != "" {
@@ -156,7 +156,7 @@ func (t *ttyAsker) decide(ev extension.Event) (rep relay.Reply, ok bool) {
 	return rep, true
 }
 
-func (t *ttyAsker) tool(ev extension.Event) relay.Reply {
+func (t *Asker) tool(ev extension.Event) relay.Reply {
 	fmt.Fprint(t.f, approvalQuestion(ev))
 	for {
 		switch t.ask(fmt.Sprintf("Allow %s? [y]es / [a]lways / [e]dit / [n]o ", ev.ToolName)) {
@@ -180,7 +180,7 @@ func (t *ttyAsker) tool(ev extension.Event) relay.Reply {
 	}
 }
 
-func (t *ttyAsker) plan(ev extension.Event) relay.Reply {
+func (t *Asker) plan(ev extension.Event) relay.Reply {
 	fmt.Fprint(t.f, indent("? ", "  ", ev.Title)+"\n")
 	for {
 		switch t.ask("Approve the plan? [a]ccept edits / [d]efault: ask before each edit / [k]eep planning ") {
@@ -200,7 +200,7 @@ func (t *ttyAsker) plan(ev extension.Event) relay.Reply {
 // questions asks each question with its options numbered; an answer is a
 // number, several (comma-separated) where the question allows, or the
 // user's own words.
-func (t *ttyAsker) questions(ev extension.Event) relay.Reply {
+func (t *Asker) questions(ev extension.Event) relay.Reply {
 	qs := wire.Questions(ev.Questions)
 	if len(qs) == 0 {
 		return relay.Reply{Decision: wire.DecisionDeny, Reason: "the question could not be shown"}

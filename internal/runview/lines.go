@@ -1,4 +1,4 @@
-package cli
+package runview
 
 import (
 	"bufio"
@@ -9,43 +9,44 @@ import (
 	"time"
 )
 
-// line is one line a person typed, or why there is none.
-type line struct {
-	text string
-	err  error
+// Line is one line a person typed, or why there is none.
+type Line struct {
+	Text string
+	Err  error
 }
 
-// lineReader asks for lines on request (run -i's > prompt) and delivers
+// LineReader asks for lines on request (run -i's > prompt) and delivers
 // them on C. It reads on a goroutine of its own so that signals and the
 // run's end are handled while it waits; Close unblocks a pending read (a
 // terminal's read deadline) and waits for it.
-type lineReader struct {
+type LineReader struct {
 	in   *bufio.Reader
 	f    *os.File // set when in is a file: its deadline unblocks a read
 	out  io.Writer
-	c    chan line
+	c    chan Line
 	wg   sync.WaitGroup
 	once sync.Once
 	stop chan struct{}
 }
 
-func newLineReader(in io.Reader, out io.Writer) *lineReader {
-	r := &lineReader{in: bufio.NewReader(in), out: out, c: make(chan line, 1), stop: make(chan struct{})}
+// NewLineReader reads lines from in, prompting on out.
+func NewLineReader(in io.Reader, out io.Writer) *LineReader {
+	r := &LineReader{in: bufio.NewReader(in), out: out, c: make(chan Line, 1), stop: make(chan struct{})}
 	r.f, _ = in.(*os.File)
 	return r
 }
 
 // C delivers the answer to each ask; nil for a nil reader, so a select on it
 // never fires.
-func (r *lineReader) C() <-chan line {
+func (r *LineReader) C() <-chan Line {
 	if r == nil {
 		return nil
 	}
 	return r.c
 }
 
-// ask prints prompt and reads one line.
-func (r *lineReader) ask(prompt string) {
+// Ask prints prompt and reads one line, delivered on C.
+func (r *LineReader) Ask(prompt string) {
 	if r == nil {
 		return
 	}
@@ -56,14 +57,14 @@ func (r *lineReader) ask(prompt string) {
 			err = nil // a last line without a newline still counts
 		}
 		select {
-		case r.c <- line{text: text, err: err}:
+		case r.c <- Line{Text: text, Err: err}:
 		case <-r.stop:
 		}
 	})
 }
 
 // Close stops a pending read and waits for it.
-func (r *lineReader) Close() {
+func (r *LineReader) Close() {
 	r.once.Do(func() {
 		close(r.stop)
 		if r.f != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
@@ -285,13 +286,9 @@ func TestACPCancelDuringSleep(t *testing.T) {
 		}
 		got <- r
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(e.c.all(), "sleep 37") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	for !sleeping("37") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 60*time.Second, "the client to see sleep 37 and the tool to run it", func() bool {
+		return strings.Contains(e.c.all(), "sleep 37") && sleeping("37")
+	})
 	if err := e.conn.Cancel(e.ctx(), acpsdk.CancelNotification{SessionId: id}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
@@ -138,10 +139,7 @@ func TestACPSecondPromptAndStdinClosedMidTurn(t *testing.T) {
 	e := startAgentWith(t, cli, api, cwd)
 	id := e.newSession()
 	go func() { _, _ = e.prompt(id, "wait") }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !sleeping("38") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, 60*time.Second, "the tool to run sleep 38", func() bool { return sleeping("38") })
 	queued := make(chan error, 1)
 	go func() { _, err := e.prompt(id, "another"); queued <- err }()
 	e.toAg.Close()
@@ -150,10 +148,7 @@ func TestACPSecondPromptAndStdinClosedMidTurn(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the agent did not stop after stdin closed")
 	}
-	for deadline := time.Now().Add(10 * time.Second); sleeping("38") && time.Now().Before(deadline); {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if sleeping("38") {
+	if !poll.Within(10*time.Second, func() bool { return !sleeping("38") }) {
 		t.Error("sleep 38 outlived the agent")
 	}
 	select {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 func TestWatcherAppliesTokenAndLevelAndRejectsBadEdit(t *testing.T) {
@@ -38,13 +40,13 @@ func TestWatcherAppliesTokenAndLevelAndRejectsBadEdit(t *testing.T) {
 
 	// fsnotify needs the watch in place before the write; retry the write
 	// until the change lands rather than sleeping a guessed amount.
-	eventually(t, func() bool {
+	poll.Until(t, watchWait, "the second token and level debug to apply", func() bool {
 		writeFile(t, dir, "backend:\n  token: second\nlog:\n  level: debug\n")
 		return live.Token().Reveal() == "second" && live.Level().Level() == slog.LevelDebug
 	})
 
 	writeFile(t, dir, "backend:\n  token: third\nlog:\n  level: shouting\n")
-	eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) > 0 })
+	poll.Until(t, watchWait, "the bad edit's error", func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) > 0 })
 	if live.Token().Reveal() != "second" || live.Level().Level() != slog.LevelDebug {
 		t.Errorf("bad edit changed live values: token=%q level=%v", live.Token().Reveal(), live.Level().Level())
 	}
@@ -67,7 +69,7 @@ func TestWatcherPollFallback(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.poll(ctx) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, func() bool {
+	poll.Until(t, watchWait, "the poll to see level error", func() bool {
 		writeFile(t, dir, "log:\n  level: error\n")
 		select {
 		case lv := <-changed:
@@ -78,16 +80,9 @@ func TestWatcherPollFallback(t *testing.T) {
 	})
 }
 
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// watchWait bounds a wait for the watcher; a change lands within
+// milliseconds.
+const watchWait = 10 * time.Second
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
@@ -141,7 +136,7 @@ func TestWatcherPicksUpCreatedFile(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	eventually(t, func() bool {
+	poll.Until(t, watchWait, "the created file's token to apply", func() bool {
 		writeFile(t, dir, "backend:\n  token: created\n")
 		return live.Token().Reveal() == "created"
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
@@ -361,15 +362,12 @@ func TestHooksConfiguration(t *testing.T) {
 
 func waitPids(t *testing.T, path string, n int) []int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if pids := readPids(path); len(pids) >= n {
-			return pids
-		}
-		time.Sleep(20 * time.Millisecond)
+	var pids []int
+	if !poll.Within(10*time.Second, func() bool { pids = readPids(path); return len(pids) >= n }) {
+		t.Errorf("pid file %s never had %d pids", path, n)
+		return nil
 	}
-	t.Errorf("pid file %s never had %d pids", path, n)
-	return nil
+	return pids
 }
 
 func readPids(path string) []int {
@@ -386,21 +384,17 @@ func readPids(path string) []int {
 // assertGone fails if any pid in the file is still a live process.
 func assertGone(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var alive []int
+	var alive []int
+	if !poll.Within(10*time.Second, func() bool {
+		alive = nil
 		for _, pid := range readPids(path) {
 			if p, err := proc.Lookup(pid); err == nil && proc.Alive(p) {
 				alive = append(alive, pid)
 			}
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes outlived the run: %v", alive)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(alive) == 0
+	}) {
+		t.Fatalf("processes outlived the run: %v", alive)
 	}
 }
 

@@ -48,6 +48,10 @@ func TestOrphansOfAKilledHelperAreCleanedOnNextStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	host.Wait() //nolint:errcheck
+	// Wait is the barrier: the helper is dead and reaped, so whatever its
+	// death sets off (a parent-death signal, a closed pipe) is under way.
+	// Nothing the tree does says it has arrived, so a short look guards
+	// the premise only; the claim under test is CleanupOrphans below.
 	time.Sleep(200 * time.Millisecond)
 	var alive int
 	for _, pid := range got {

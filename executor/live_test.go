@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -79,22 +81,25 @@ func (lr *liveRun) send(text string) error {
 // turn waits for the EventTurnCompleted of turn n.
 func (lr *liveRun) turn(n int) Event {
 	lr.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		for _, e := range lr.rec.kinds(EventTurnCompleted) {
-			if e.Turn == n {
-				return e
-			}
-		}
+	return poll.Value(lr.t, liveWait, fmt.Sprintf("turn %d to complete", n), func() (Event, bool) {
+		// Looked at before the events: every event of the run was
+		// recorded before it ended.
+		ended := false
 		select {
 		case <-lr.done:
+			ended = true
+		default:
+		}
+		for _, e := range lr.rec.kinds(EventTurnCompleted) {
+			if e.Turn == n {
+				return e, true
+			}
+		}
+		if ended {
 			lr.t.Fatalf("the run ended before turn %d completed: %+v, %v", n, lr.res, lr.err)
-		case <-time.After(20 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
-			lr.t.Fatalf("turn %d never completed", n)
-		}
-	}
+		return Event{}, false
+	})
 }
 
 func (lr *liveRun) wait() (*Result, error) {
@@ -224,7 +229,7 @@ func TestLiveInterruptKeepsTheRun(t *testing.T) {
 	}, nil)
 	runID := "live-interrupt-" + strings.ReplaceAll(t.Name(), "/", "-")
 	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: runID, Prompt: "wait"})
-	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
+	poll.Until(t, liveWait, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
 
 	if err := lr.input(Input{Kind: InputInterrupt, By: wire.ByExtension}); err != nil {
 		t.Fatalf("interrupt: %v", err)
@@ -236,7 +241,7 @@ func TestLiveInterruptKeepsTheRun(t *testing.T) {
 		tr.StoppedBy != wire.ByExtension || tr.Reason != "stopped from the editor" || !strings.Contains(tr.Stderr, "during execution") {
 		t.Errorf("interrupted turn %+v", first.TurnResult)
 	}
-	waitUntil(t, "the interrupted sleep is gone", func() bool { return !sleeping(runID) })
+	poll.Until(t, liveWait, "the interrupted sleep is gone", func() bool { return !sleeping(runID) })
 	started := lr.rec.kinds(EventStarted)
 	if cli, err := proc.Lookup(started[0].PID); err != nil || !proc.Alive(cli) {
 		t.Fatalf("the CLI did not outlive the interrupt: %v", err)
@@ -367,7 +372,7 @@ func TestLiveCancelWhileIdle(t *testing.T) {
 	if err != nil || res.Status != StatusCompleted || res.ExitCode != 0 || res.NumTurns != 1 {
 		t.Errorf("result %+v, %v", res, err)
 	}
-	waitUntil(t, "the run's processes are gone", func() bool {
+	poll.Until(t, liveWait, "the run's processes are gone", func() bool {
 		left, _ := proc.FindMarked(runID)
 		return len(left) == 0
 	})
@@ -382,7 +387,7 @@ func TestLiveClosedDuringATurn(t *testing.T) {
 	}, nil)
 	runID := "live-closed-" + strings.ReplaceAll(t.Name(), "/", "-")
 	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: runID, Prompt: "wait"})
-	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
+	poll.Until(t, liveWait, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
 	lr.stopFor(&Stop{By: wire.ByACP, Why: "closed by the client"})
 	res, err := lr.wait()
 	if err != nil || res.Status != StatusCancelled || res.ExitCode != 130 || res.Reason != "closed by the client during a turn" ||
@@ -394,7 +399,7 @@ func TestLiveClosedDuringATurn(t *testing.T) {
 			t.Errorf("the stopped turn %+v", tr)
 		}
 	}
-	waitUntil(t, "the run's processes are gone", func() bool {
+	poll.Until(t, liveWait, "the run's processes are gone", func() bool {
 		left, _ := proc.FindMarked(runID)
 		return len(left) == 0
 	})
@@ -407,7 +412,7 @@ func TestOneShotTakesInterruptNotSends(t *testing.T) {
 	}, nil)
 	runID := "oneshot-interrupt-" + strings.ReplaceAll(t.Name(), "/", "-")
 	lr := startLive(t, env, Request{RunID: runID, Prompt: "wait"})
-	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
+	poll.Until(t, liveWait, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
 	if err := lr.send("more"); !errors.Is(err, ErrNotLive) {
 		t.Errorf("send into a one-shot run: err = %v, want ErrNotLive", err)
 	}
@@ -446,16 +451,9 @@ func TestPartialMessagesReachTheObserver(t *testing.T) {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// liveWait bounds a wait on the real CLI: a turn on the scripted API
+// takes seconds, not a minute.
+const liveWait = 60 * time.Second
 
 func TestAggregatorTurns(t *testing.T) {
 	var a aggregator
@@ -570,13 +568,13 @@ func TestLiveCancelDuringATurn(t *testing.T) {
 	if err := lr.send("wait"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
+	poll.Until(t, liveWait, "the Bash tool runs sleep 300", func() bool { return sleeping(runID) })
 	lr.stop()
 	res, _ := lr.wait()
 	if res.Status != StatusCancelled || res.ExitCode != 130 {
 		t.Errorf("result %+v", res)
 	}
-	waitUntil(t, "the run's processes are gone", func() bool {
+	poll.Until(t, liveWait, "the run's processes are gone", func() bool {
 		left, _ := proc.FindMarked(runID)
 		return len(left) == 0
 	})
@@ -588,7 +586,7 @@ func TestLiveIdleStartWaitsForTheFirstSend(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("first answer")}, nil)
 	id := "0b8f8a57-6a55-4a43-9d55-6d7a1b0f3c21"
 	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: "idle-" + t.Name(), Idle: true, SessionID: id})
-	waitUntil(t, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
+	poll.Until(t, liveWait, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
 	if n := len(env.api.Requests()); n != 0 {
 		t.Fatalf("%d Messages API requests before the first send", n)
 	}
@@ -610,7 +608,7 @@ func TestLiveIdleStartWaitsForTheFirstSend(t *testing.T) {
 func TestLiveIdleStartEndedBeforeAnySend(t *testing.T) {
 	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("unused")}, nil)
 	lr := startLive(t, env, Request{RunOptions: RunOptions{KeepAlive: true}, RunID: "idle-end-" + t.Name(), Idle: true})
-	waitUntil(t, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
+	poll.Until(t, liveWait, "the initialize response", func() bool { return len(lr.rec.kinds(EventSessionInfo)) == 1 })
 	if err := lr.input(Input{Kind: InputEnd}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
@@ -219,28 +220,19 @@ func TestRealCancelLeavesNoProcess(t *testing.T) {
 		done <- res
 	}()
 	// Wait until the tool's sleep runs, in its own session, carrying our marker.
-	deadline := time.Now().Add(60 * time.Second)
-	for !sleeping(runID) {
-		if time.Now().After(deadline) {
-			t.Fatal("the Bash tool never started sleep 300")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, 60*time.Second, "the Bash tool to start sleep 300", func() bool { return sleeping(runID) })
 	cancelled := time.Now()
 	cancel()
 	res := <-done
 	if res.Status != StatusCancelled || res.ExitCode != 130 {
 		t.Errorf("result %+v", res)
 	}
-	for {
-		left, _ := proc.FindMarked(runID)
-		if len(left) == 0 {
-			break
-		}
-		if time.Since(cancelled) > 10*time.Second {
-			t.Fatalf("processes outlived the cancel by 10s: %+v", left)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var left []proc.Proc
+	if !poll.Within(10*time.Second-time.Since(cancelled), func() bool {
+		left, _ = proc.FindMarked(runID)
+		return len(left) == 0
+	}) {
+		t.Fatalf("processes outlived the cancel by 10s: %+v", left)
 	}
 	t.Logf("tree gone %v after cancel", time.Since(cancelled).Round(time.Millisecond))
 }

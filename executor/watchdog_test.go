@@ -12,6 +12,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -146,16 +147,11 @@ func TestHealthyRunsAreNotStalled(t *testing.T) {
 // processGone waits for pid to be gone.
 func processGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !poll.Within(10*time.Second, func() bool {
 		p, err := proc.Lookup(pid)
-		if err != nil || !proc.Alive(p) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Claude CLI (pid %d) outlived the run", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err != nil || !proc.Alive(p)
+	}) {
+		t.Fatalf("the Claude CLI (pid %d) outlived the run", pid)
 	}
 }
 

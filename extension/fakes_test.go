@@ -121,8 +121,8 @@ type fakeForwarder struct {
 	events  []forwarder.Event
 	canon   map[string]bool // canonical JSON of every enqueued Data
 	seqs    map[string]int64
-	fail    error         // returned by Enqueue when set
-	gate    chan struct{} // when set, Enqueue of a CLI line waits for it to be closed
+	fail    error // returned by Enqueue when set
+	gate    *gate // when set, Enqueue of a CLI line is held at it
 	stats   forwarder.Stats
 	stopErr error
 	stops   int
@@ -135,6 +135,27 @@ var _ host.Forwarder = (*fakeForwarder)(nil)
 func (f *fakeForwarder) OnError(func(forwarder.Error)) {}
 func (f *fakeForwarder) Start()                        {}
 
+// gate holds Enqueue of CLI lines until it is opened, and says when the
+// first one got there: a test waits on entered, not on a guess of how long
+// the executor takes to reach Enqueue.
+type gate struct {
+	entered  chan struct{} // closed when the first held Enqueue arrives
+	release  chan struct{} // closed by open
+	enterOne sync.Once
+	openOne  sync.Once
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}), release: make(chan struct{})} }
+
+func (g *gate) hold() {
+	g.enterOne.Do(func() { close(g.entered) })
+	<-g.release
+}
+
+// open lets every held Enqueue go on, and any later one through; it may be
+// called again.
+func (g *gate) open() { g.openOne.Do(func() { close(g.release) }) }
+
 func newFakeForwarder() *fakeForwarder {
 	return &fakeForwarder{seqs: map[string]int64{}, canon: map[string]bool{}}
 }
@@ -144,7 +165,7 @@ func (f *fakeForwarder) Enqueue(ev forwarder.Event) (forwarder.Accepted, error) 
 	gate, fail := f.gate, f.fail
 	f.mu.Unlock()
 	if gate != nil && ev.Source == "agent" {
-		<-gate
+		gate.hold()
 	}
 	if fail != nil {
 		return forwarder.Accepted{}, fail

@@ -20,6 +20,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/host"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -268,29 +269,27 @@ func TestRunFailedAndNotices(t *testing.T) {
 // TestStreamOnlyAfterSpooled holds the forwarder's Enqueue of CLI lines: no
 // stream event may appear before its line is in the spool.
 func TestStreamOnlyAfterSpooled(t *testing.T) {
-	gate := make(chan struct{})
+	gate := newGate()
 	h := newHarness(t, nil)
+	t.Cleanup(gate.open) // a failed check leaves no executor held
 	h.waitFor("ready", func(ev Event) bool { return ev.Event == EventReady })
 	h.fwd.mu.Lock()
 	h.fwd.gate = gate
 	h.fwd.mu.Unlock()
 	h.prompt("g", "lines 2", PromptOptions{})
 	h.waitEvent(EventRunStarted, "g")
-	deadline := time.Now().Add(waitTimeout)
-	for !slices.ContainsFunc(h.exec.Requests(), func(r executor.Request) bool { return r.RunID == "g" }) {
-		if time.Now().After(deadline) {
-			t.Fatal("the run never started")
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-gate.entered: // the executor is held in Enqueue of its first line
+	case <-time.After(waitTimeout):
+		t.Fatalf("the run's first line never reached Enqueue within %s:\n%s", waitTimeout, h.dump())
 	}
-	time.Sleep(50 * time.Millisecond) // the executor is held in Enqueue of its first line
 	if h.count(func(ev Event) bool { return ev.Event == EventStream }) != 0 {
 		t.Fatalf("a stream event was written while its line was not spooled:\n%s", h.dump())
 	}
 	if got := h.fwd.types("sess-g"); !slices.Equal(got, []string{"relay.run_started"}) {
 		t.Fatalf("forwarded %v while held", got)
 	}
-	close(gate)
+	gate.open()
 	h.waitEvent(EventRunCompleted, "g")
 	if n := h.count(func(ev Event) bool { return ev.Event == EventStream }); n != 2 {
 		t.Errorf("%d stream events after release", n)
@@ -614,7 +613,11 @@ func TestNothingAfterShutdown(t *testing.T) {
 	}
 	h.send(`{"action":"status","request_id":"late"}`)
 	h.send(`{"action":"nope","request_id":"late2"}`)
-	time.Sleep(100 * time.Millisecond)
+	// The barrier: the reader handles a line before it reads the next, and
+	// the pipe's Write returns only once its bytes were read, so when this
+	// blank line is taken both commands above were handled: anything they
+	// would write is written.
+	h.send("")
 	h.lastIsShutdown()
 }
 
@@ -986,14 +989,11 @@ func TestRandomLines(t *testing.T) {
 // waitQuiet waits until every started run has ended.
 func waitQuiet(h *harness, ended func(Event) bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
-		if h.count(func(ev Event) bool { return ev.Event == EventRunStarted }) == h.count(ended) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Within(waitTimeout, func() bool {
+		return h.count(func(ev Event) bool { return ev.Event == EventRunStarted }) == h.count(ended)
+	}) {
+		h.t.Fatalf("runs did not end:\n%s", h.dump())
 	}
-	h.t.Fatalf("runs did not end:\n%s", h.dump())
 }
 
 func randomCommand(rng randSource, actions []string, id string) Command {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // foreign is a server that is not a claude-relay backend: it answers every
@@ -99,7 +100,7 @@ func TestForeignAnswersAcknowledgeNothing(t *testing.T) {
 				}
 				// A positive barrier: the server answered many times and the
 				// forwarder reported it.
-				waitFor(t, 10*time.Second, func() bool {
+				poll.Until(t, 10*time.Second, "five answers and one not-a-backend report", func() bool {
 					return fs.hits.Load() >= 5 && len(log.sessions(CodeNotBackend)) == 1
 				})
 				if err := f.Stop(ctxTimeout(t, 50*time.Millisecond)); !errors.Is(err, ErrUndelivered) {

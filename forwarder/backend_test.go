@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // sink is a fault-injecting backend that stores events idempotently by
@@ -135,16 +134,5 @@ func (s *sink) assertExactlyOnce(t *testing.T, want map[string]int64) {
 				break
 			}
 		}
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", d)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -155,7 +157,7 @@ func TestUnauthorizedKeepsEventsUntilTokenFixed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, func() bool {
+	poll.Until(t, 5*time.Second, "a 401 reported as CodeAuth", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(errs) > 0 && errs[0].Code == CodeAuth && errs[0].Status == 401
@@ -350,7 +352,7 @@ func TestRequeueDeadLetters(t *testing.T) {
 		}
 		ids = append(ids, acc.EventID)
 	}
-	waitFor(t, 5*time.Second, func() bool { return f.Stats().DeadLettered == 3 })
+	poll.Until(t, 5*time.Second, "three events dead-lettered", func() bool { return f.Stats().DeadLettered == 3 })
 	refuse.Store(false)
 	n, err := f.RequeueDeadLetters()
 	if err != nil || n != 3 {

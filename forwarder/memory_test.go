@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // heapBound is the most HeapInuse the whole test process may reach while a
@@ -138,7 +140,7 @@ func TestHeapStaysBoundedWithLargeBacklog(t *testing.T) {
 	}
 	f.Start()
 	want := int64(drainSessions * perSession)
-	waitFor(t, 60*time.Second, func() bool { return sk.events.Load() >= want })
+	poll.Until(t, 60*time.Second, "every event at the sink", func() bool { return sk.events.Load() >= want })
 	if err := f.Stop(ctxTimeout(t, 10*time.Second)); err != nil {
 		t.Error(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/backend"
 	"github.com/claude-relay/claude-relay/internal/backend/memstore"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // guarded is the reference backend behind a front that can refuse: with
@@ -193,7 +194,7 @@ func TestPoisonEventDeadLetteredWhileOthersAreStored(t *testing.T) {
 					others.Add(1)
 				}
 			})
-			waitFor(t, 20*time.Second, func() bool { return f.Stats().DeadLettered == 1 })
+			poll.Until(t, 20*time.Second, "the poison dead-lettered", func() bool { return f.Stats().DeadLettered == 1 })
 			close(stop)
 			wg.Wait()
 			if err := f.Stop(ctxTimeout(t, 20*time.Second)); err != nil {
@@ -233,7 +234,7 @@ func TestPoisonEventWaitsForEvidence(t *testing.T) {
 			}
 			// Far past the bound with no other session stored: no verdict,
 			// and nothing after the poison stored.
-			waitFor(t, 20*time.Second, func() bool { return g.refused.Load() >= 15 }) // 3 times the bound
+			poll.Until(t, 20*time.Second, "15 refusals of the poison", func() bool { return g.refused.Load() >= 15 }) // 3 times the bound
 			if st := f.Stats(); st.DeadLettered != 0 {
 				t.Fatalf("a poison with no evidence was dead-lettered: %+v", st)
 			}
@@ -243,7 +244,7 @@ func TestPoisonEventWaitsForEvidence(t *testing.T) {
 			if _, err := f.Enqueue(event("b", "i", 0)); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 20*time.Second, func() bool { return f.Stats().DeadLettered == 1 })
+			poll.Until(t, 20*time.Second, "the poison dead-lettered", func() bool { return f.Stats().DeadLettered == 1 })
 			if err := f.Stop(ctxTimeout(t, 20*time.Second)); err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +270,7 @@ func TestOutageDeadLettersNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, 10*time.Second, func() bool { return f.Stats().Delivered == 3 })
+			poll.Until(t, 10*time.Second, "three events delivered", func() bool { return f.Stats().Delivered == 3 })
 			g.down.Store(int32(status))
 			hits := g.hits.Load()
 			for _, s := range []string{"a", "b"} {
@@ -280,7 +281,7 @@ func TestOutageDeadLettersNothing(t *testing.T) {
 				}
 			}
 			// Ten times the bound of refusals, per session.
-			waitFor(t, 30*time.Second, func() bool { return g.hits.Load()-hits >= 100 })
+			poll.Until(t, 30*time.Second, "100 refused requests", func() bool { return g.hits.Load()-hits >= 100 })
 			if st := f.Stats(); st.DeadLettered != 0 || st.Delivered != 3 {
 				t.Fatalf("during the outage: %+v; want nothing dead-lettered", st)
 			}
@@ -320,7 +321,7 @@ func TestOutageDeadLettersNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, 20*time.Second, func() bool { return f.Stats().Retried >= 50 })
+		poll.Until(t, 20*time.Second, "50 retries", func() bool { return f.Stats().Retried >= 50 })
 		if err := f.Stop(ctxTimeout(t, 10*time.Millisecond)); !errors.Is(err, ErrUndelivered) {
 			t.Fatalf("Stop = %v", err)
 		}

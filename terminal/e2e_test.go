@@ -21,6 +21,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/proctag"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 	"github.com/claude-relay/claude-relay/internal/testkit/tmux"
@@ -119,28 +120,24 @@ func (e *e2eEnv) terminal(want string, args ...string) int {
 		}
 	}
 	// Everything it started ends with it.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(proctag.Find(e.tag)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if left := proctag.Find(e.tag); len(left) > 0 {
+	var left []int
+	if !poll.Within(10*time.Second, func() bool { left = proctag.Find(e.tag); return len(left) == 0 }) {
 		e.t.Errorf("processes left after claude-relay terminal exited: %v", left)
 	}
 	return code
 }
 
 func waitExit(exitFile string, d time.Duration) (int, bool) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(exitFile); err == nil {
-			code, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err == nil {
-				return code, true
-			}
+	var code int
+	ok := poll.Within(d, func() bool {
+		b, err := os.ReadFile(exitFile)
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return 0, false
+		code, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return code, ok
 }
 
 // approve matches what the CLI asks on the way: the tool permission prompt

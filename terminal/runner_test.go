@@ -27,6 +27,7 @@ import (
 	"github.com/claude-relay/claude-relay/forwarder"
 	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/proc"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
@@ -442,11 +443,10 @@ func cancelWhenReady(o Options) (context.Context, func()) {
 	go func() {
 		defer close(done)
 		defer cancel()
-		for deadline := time.Now().Add(tailWait); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(outDir(o), "ready")); err == nil {
-				return
-			}
-		}
+		poll.Within(tailWait, func() bool {
+			_, err := os.Stat(filepath.Join(outDir(o), "ready"))
+			return err == nil
+		})
 	}()
 	return ctx, func() { <-done }
 }

@@ -74,11 +74,18 @@ func (s *lineSink) waitFor(t *testing.T, want ...string) {
 	}
 }
 
-// still checks that the sink holds want and gets nothing more for a while
-// (long enough for several polls and any pending watcher event).
-func (s *lineSink) still(t *testing.T, want ...string) {
+// still checks that the sink holds want and nothing more once tl has read
+// everything the file holds. Sync is the barrier: Run reads with the same
+// readAll that a watcher event or a tick runs, so a line that is not there
+// after it cannot come from what was written so far; no wait for "a while"
+// needed.
+func (s *lineSink) still(t *testing.T, tl *Tailer, want ...string) {
 	t.Helper()
-	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), tailWait)
+	defer cancel()
+	if !tl.Sync(ctx) {
+		t.Fatalf("Sync did not return within %v", tailWait)
+	}
 	if got := s.got(); !slices.Equal(got, want) {
 		t.Fatalf("lines %q, want still %q", got, want)
 	}
@@ -124,12 +131,18 @@ func TestTailerLateCreation(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "projects", "-work")
 	path := filepath.Join(dir, "conv.jsonl")
 	sink := newSink()
-	runTailer(t, &Tailer{Path: path, OnLine: sink.onLine, Poll: notifyPoll()})
-	time.Sleep(200 * time.Millisecond) // Run waits for the directory
+	tl := &Tailer{Path: path, OnLine: sink.onLine, Poll: notifyPoll()}
+	runTailer(t, tl)
+	// Run waits for the directory. Nothing marks that it is waiting, and
+	// nothing needs to: a directory made before Run looks is simply found
+	// (TestTailerExistingFile), so a slow start only tests less.
+	time.Sleep(200 * time.Millisecond)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // and the file comes later still
+	// And the file comes later still: Sync returns once Run found the
+	// directory and watches it.
+	sink.still(t, tl)
 	appendFile(t, path, `{"n":1}`+"\n"+`{"n":2}`+"\n")
 	sink.waitFor(t, `{"n":1}`, `{"n":2}`)
 	appendFile(t, path, `{"n":3}`+"\n")
@@ -154,14 +167,15 @@ func TestTailerReturnsWhileWaitingForTheDirectory(t *testing.T) {
 func TestTailerPartialLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	sink := newSink()
-	runTailer(t, &Tailer{Path: path, OnLine: sink.onLine, Poll: 20 * time.Millisecond})
+	tl := &Tailer{Path: path, OnLine: sink.onLine, Poll: 20 * time.Millisecond}
+	runTailer(t, tl)
 	appendFile(t, path, `{"type":"assis`)
-	sink.still(t)
+	sink.still(t, tl)
 	appendFile(t, path, `tant","n":1`)
-	sink.still(t)
+	sink.still(t, tl)
 	appendFile(t, path, "}\n"+`{"n":2}`+"\n"+`{"n":`)
 	sink.waitFor(t, `{"type":"assistant","n":1}`, `{"n":2}`)
-	sink.still(t, `{"type":"assistant","n":1}`, `{"n":2}`)
+	sink.still(t, tl, `{"type":"assistant","n":1}`, `{"n":2}`)
 	appendFile(t, path, "3}\n")
 	sink.waitFor(t, `{"type":"assistant","n":1}`, `{"n":2}`, `{"n":3}`)
 	// Blank lines are no lines.
@@ -172,7 +186,8 @@ func TestTailerPartialLines(t *testing.T) {
 func TestTailerTruncation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	sink := newSink()
-	runTailer(t, &Tailer{Path: path, OnLine: sink.onLine, Poll: notifyPoll()})
+	tl := &Tailer{Path: path, OnLine: sink.onLine, Poll: notifyPoll()}
+	runTailer(t, tl)
 	appendFile(t, path, "first line\nsecond line\nhalf a li")
 	sink.waitFor(t, "first line", "second line")
 	if err := os.Truncate(path, 0); err != nil {
@@ -186,7 +201,7 @@ func TestTailerTruncation(t *testing.T) {
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	sink.still(t, "first line", "second line", "new")
+	sink.still(t, tl, "first line", "second line", "new")
 	appendFile(t, path, "a much longer line than any before it\nand one more\n")
 	sink.waitFor(t, "first line", "second line", "new", "a much longer line than any before it", "and one more")
 }
@@ -195,7 +210,8 @@ func TestTailerReplacement(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t.jsonl")
 	sink := newSink()
-	runTailer(t, &Tailer{Path: path, OnLine: sink.onLine, Poll: notifyPoll()})
+	tl := &Tailer{Path: path, OnLine: sink.onLine, Poll: notifyPoll()}
+	runTailer(t, tl)
 	appendFile(t, path, "old 1\n")
 	sink.waitFor(t, "old 1")
 
@@ -215,7 +231,7 @@ func TestTailerReplacement(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	sink.still(t, "old 1", "new 1", "new 2", "new 3")
+	sink.still(t, tl, "old 1", "new 1", "new 2", "new 3")
 	appendFile(t, path, "again 1\n")
 	sink.waitFor(t, "old 1", "new 1", "new 2", "new 3", "again 1")
 }
@@ -247,16 +263,17 @@ func TestTailerReplacementDrainsTheOldFile(t *testing.T) {
 func TestTailerOverlongLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	sink := newSink()
-	runTailer(t, &Tailer{Path: path, OnLine: sink.onLine, MaxLine: 64, Poll: 20 * time.Millisecond})
+	tl := &Tailer{Path: path, OnLine: sink.onLine, MaxLine: 64, Poll: 20 * time.Millisecond}
+	runTailer(t, tl)
 	exact := strings.Repeat("e", 64)
 	appendFile(t, path, "short 1\n"+strings.Repeat("x", 200)+"\nshort 2\n"+exact+"\n"+exact+"!\nshort 3\n")
 	sink.waitFor(t, "short 1", "short 2", exact, "short 3")
 	// Over the limit across several writes, then a line in the same write as
 	// its end.
 	appendFile(t, path, strings.Repeat("y", 50))
-	sink.still(t, "short 1", "short 2", exact, "short 3")
+	sink.still(t, tl, "short 1", "short 2", exact, "short 3")
 	appendFile(t, path, strings.Repeat("y", 50))
-	sink.still(t, "short 1", "short 2", exact, "short 3")
+	sink.still(t, tl, "short 1", "short 2", exact, "short 3")
 	appendFile(t, path, "yyy\nafter\n")
 	sink.waitFor(t, "short 1", "short 2", exact, "short 3", "after")
 }
@@ -292,10 +309,16 @@ func TestTailerFinalRead(t *testing.T) {
 	real := t.TempDir()
 	path := filepath.Join(real, "t.jsonl")
 	sink := newSink()
-	stop := runTailer(t, &Tailer{Path: filepath.Join(linkedDir(t, real), "t.jsonl"), OnLine: sink.onLine, Poll: time.Hour})
-	time.Sleep(100 * time.Millisecond)
+	tl := &Tailer{Path: filepath.Join(linkedDir(t, real), "t.jsonl"), OnLine: sink.onLine, Poll: time.Hour}
+	stop := runTailer(t, tl)
+	sink.still(t, tl) // Run is in its loop and has read the (missing) file
 	appendFile(t, path, "one\ntwo\n")
-	sink.still(t)
+	// Nothing may read the lines before the end, and a read that did not
+	// happen leaves no mark (Sync would make one): a bounded look only.
+	time.Sleep(300 * time.Millisecond)
+	if got := sink.got(); len(got) != 0 {
+		t.Fatalf("lines %q before the context ended, want none: nothing told Run to read", got)
+	}
 	stop()
 	if got := sink.got(); !slices.Equal(got, []string{"one", "two"}) {
 		t.Errorf("lines %q after the final read, want one, two", got)

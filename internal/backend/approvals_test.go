@@ -23,6 +23,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/peer"
 	"github.com/claude-relay/claude-relay/internal/push"
 	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 	relaywire "github.com/claude-relay/claude-relay/internal/wire"
 )
@@ -769,18 +770,14 @@ func pollAnswer(t *testing.T, got <-chan relaywire.RemoteDecisions, what string)
 // awaitPollers waits until n decision polls are subscribed to the hub.
 func (e *env) awaitPollers(n int) {
 	e.t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
+	var got int
+	if !poll.Within(wait, func() bool {
 		e.srv.hub.mu.Lock()
-		got := len(e.srv.hub.all)
+		got = len(e.srv.hub.all)
 		e.srv.hub.mu.Unlock()
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d pollers after %v, want %d", got, wait, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return got >= n
+	}) {
+		e.t.Fatalf("%d pollers after %v, want %d", got, wait, n)
 	}
 }
 
@@ -888,7 +885,7 @@ func TestPushes(t *testing.T) {
 	if n := e.push.count(); n != 2 {
 		t.Errorf("%d pushes, want 2", n)
 	}
-	eventually(t, func() bool {
+	poll.Until(t, wait, "two claims of a1", func() bool {
 		fs.mu.Lock()
 		defer fs.mu.Unlock()
 		return fs.claims["a1"] == 2 // one claim per server that stored a request of it
@@ -922,18 +919,6 @@ func storeEvent(t *testing.T, w wire) store.Event {
 		t.Fatal(err)
 	}
 	return ev
-}
-
-// eventually polls cond until it holds, failing after wait.
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestPusherClosedOnShutdown: Shutdown closes the push client after the push

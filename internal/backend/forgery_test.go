@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	relaywire "github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -37,7 +38,9 @@ func TestForgedRequestCannotRewriteTheApproval(t *testing.T) {
 	if want := relaywire.InputDigest(json.RawMessage(`{"command":` + mustJSON(real) + `}`)); a.InputSHA256 != want {
 		t.Errorf("input_sha256 %q, want %q", a.InputSHA256, want)
 	}
-	eventually(t, func() bool { return strings.Contains(e.log.String(), "ignored a second request for an approval") })
+	poll.Until(t, wait, "the log to say it ignored the second request", func() bool {
+		return strings.Contains(e.log.String(), "ignored a second request for an approval")
+	})
 	if !strings.Contains(e.log.String(), "token=helper") {
 		t.Errorf("the log does not name the token that posted the forgery:\n%s", e.log.String())
 	}

@@ -385,19 +385,16 @@ func (b backendAPI) events(t *testing.T, session string) []store.Event {
 // waitForEnd polls the backend until a session holds its run's end event.
 func (b backendAPI) waitForEnd(t *testing.T, session string) []store.Event {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		evs := b.events(t, session)
-		if slices.ContainsFunc(evs, func(e store.Event) bool {
+	var evs []store.Event
+	if !poll.Within(30*time.Second, func() bool {
+		evs = b.events(t, session)
+		return slices.ContainsFunc(evs, func(e store.Event) bool {
 			return slices.Contains([]string{"relay.run_completed", "relay.run_failed", "relay.run_cancelled"}, e.EventType)
-		}) {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s: the run's end never reached the backend (%d events)", session, len(evs))
-		}
-		time.Sleep(100 * time.Millisecond)
+		})
+	}) {
+		t.Fatalf("session %s: the run's end never reached the backend (%d events)", session, len(evs))
 	}
+	return evs
 }
 
 // checkAtBackend checks one run against the backend: every stream payload
@@ -776,14 +773,15 @@ func startServe(t *testing.T, env []string, home, db string) string {
 		}
 	})
 	info := filepath.Join(home, ".local", "share", "claude-relay", localbackend.InfoFile)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var url string
+	if !poll.Within(30*time.Second, func() bool {
 		var si localbackend.Info
 		if b, err := os.ReadFile(info); err == nil && json.Unmarshal(b, &si) == nil && si.PID == cmd.Process.Pid {
 			if resp, err := http.Get(si.URL + "/healthz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return si.URL
+					url = si.URL
+					return true
 				}
 			}
 		}
@@ -792,11 +790,11 @@ func startServe(t *testing.T, env []string, home, db string) string {
 			t.Fatalf("serve exited: %s", errb.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %s", errb.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("serve did not come up: %s", errb.String())
 	}
+	return url
 }
 
 // closedPort returns a loopback address nothing listens on.

@@ -24,6 +24,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
@@ -165,25 +166,26 @@ func lastUserText(r mockapi.Request) string {
 // user message holds text.
 func mainRequestWith(t *testing.T, api *mockapi.Server, text string) mockapi.Request {
 	t.Helper()
-	deadline := time.Now().Add(extTimeout)
-	for {
+	var found mockapi.Request
+	if !poll.Within(extTimeout, func() bool {
 		for _, r := range api.MainRequests() {
 			if strings.Contains(lastUserText(r), text) {
-				return r
+				found = r
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			var last []string
-			if r, ok := api.LastMainRequest(); ok {
-				for _, m := range r.Messages[max(len(r.Messages)-2, 0):] {
-					b, _ := json.Marshal(m.Content)
-					last = append(last, fmt.Sprintf("%s: %.300s", m.Role, b))
-				}
+		return false
+	}) {
+		var last []string
+		if r, ok := api.LastMainRequest(); ok {
+			for _, m := range r.Messages[max(len(r.Messages)-2, 0):] {
+				b, _ := json.Marshal(m.Content)
+				last = append(last, fmt.Sprintf("%s: %.300s", m.Role, b))
 			}
-			t.Fatalf("no request to the scripted API ends with %q; the last one ends with:\n%s", text, strings.Join(last, "\n"))
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("no request to the scripted API ends with %q; the last one ends with:\n%s", text, strings.Join(last, "\n"))
 	}
+	return found
 }
 
 // checkLiveAtBackend checks a live run against the backend: every stream
@@ -396,19 +398,15 @@ func TestLiveInterrupt(t *testing.T) {
 	p.send(extension.Command{Action: extension.ActionInterrupt, RequestID: "stop-turn", RunID: runID})
 	first := p.waitTurn(runID, 1)
 	t.Logf("interrupted turn: %+v", first.Result)
-	deadline := time.Now().Add(extTimeout)
-	for {
-		left := runProcesses(runID)
-		if !slices.ContainsFunc(left, func(c string) bool { return strings.Contains(c, "sleep 3181") }) {
-			if len(left) == 0 {
-				t.Fatal("the interrupt ended the whole run: no CLI left")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the interrupted tool still runs: %q", left)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var left []string
+	if !poll.Within(extTimeout, func() bool {
+		left = runProcesses(runID)
+		return !slices.ContainsFunc(left, func(c string) bool { return strings.Contains(c, "sleep 3181") })
+	}) {
+		t.Fatalf("the interrupted tool still runs: %q", left)
+	}
+	if len(left) == 0 {
+		t.Fatal("the interrupt ended the whole run: no CLI left")
 	}
 	if n := p.count(func(ev extension.Event) bool {
 		return ev.RunID == runID && (ev.Event == extension.EventRunCompleted || ev.Event == extension.EventRunFailed || ev.Event == extension.EventRunCancelled)

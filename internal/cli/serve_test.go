@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/localbackend"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // serveProc is a `claude-relay serve` subprocess.
@@ -38,22 +39,21 @@ func spawnServe(t *testing.T, env []string, dataDir, addr string) *serveProc {
 	}
 	go func() { cmd.Wait(); close(p.exited) }() //nolint:errcheck // the status is not the point
 	t.Cleanup(func() { p.stop(t) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !poll.Within(30*time.Second, func() bool {
 		if f := localbackend.Find(context.Background(), dataDir, time.Second); f.Ready && f.PID == cmd.Process.Pid {
 			p.info = f.Info
-			return p
+			return true
 		}
 		select {
 		case <-p.exited:
 			t.Fatalf("serve exited: %s", p.stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not come up: %s", p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("serve did not come up: %s", p.stderr.String())
 	}
+	return p
 }
 
 // stop ends the serve gracefully (idempotent).

@@ -527,11 +527,22 @@ func TestPendingQuietOnOldBackend(t *testing.T) {
 	tab := browser.New(t, browser.Options{})
 	ctx := tab.Ctx
 	apRecord(t, ctx)
+	_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: countStreams})
+	must(t, err)
 	must(t, chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/approvals")))
-	browser.WaitJS(t, ctx, `window.__polls.length >= 1 && document.body.dataset.pendingApprovals === ""`, 10*time.Second)
+	// The feed has had its answer (404) or was closed on the list's: it
+	// brings no news that would ask again.
+	browser.WaitJS(t, ctx, `window.__polls.length >= 1 && document.body.dataset.pendingApprovals === "" && window.__streams.every(es => es.readyState === 2)`, 10*time.Second)
 	// Nothing asks again: not a refresh, not the feed.
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`CRPending.refresh()`)))
-	time.Sleep(1500 * time.Millisecond)
+	// The barrier, on the page's own clock rather than a pause: a refresh
+	// that did ask would start its request from a timer due at most a
+	// second (the throttle) after the last request started. A timer of
+	// ours due later runs after that one, and a request is counted in the
+	// turn of the timer that starts it.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise((ok) => setTimeout(() => ok(true),
+		Math.max(0, window.__polls[window.__polls.length - 1] + 1000 - performance.now()) + 50))`, chromedp.EvalAwaitPromise))
+	must(t, err)
 	if n := browser.Eval[string](t, ctx, `String(window.__polls.length)`); n != "1" {
 		t.Errorf("%s list requests to a backend that has no approvals API", n)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/backend/memstore"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/browser"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 const token = "browser-test-token-42"
@@ -365,19 +366,15 @@ func TestDashboardLargeSession(t *testing.T) {
 	// as a slow probe.
 	var worst time.Duration
 	probes := 0
-	for {
+	if !poll.Within(90*time.Second-time.Since(start), func() bool {
 		p := time.Now()
 		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.state || ""`))
 		must(t, err)
 		probes++
 		worst = max(worst, time.Since(p))
-		if state == "ready" {
-			break
-		}
-		if time.Since(start) > 90*time.Second {
-			t.Fatalf("10k events not loaded after %v", time.Since(start))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return state == "ready"
+	}) {
+		t.Fatalf("10k events not loaded after %v", time.Since(start))
 	}
 	loaded := time.Since(start)
 	t.Logf("10k events: ready after %v; slowest of %d main-thread probes %v", loaded, probes, worst)

@@ -37,7 +37,12 @@ func TestSessionListHoldsOneStream(t *testing.T) {
 	must(t, err)
 	login(t, ctx, s.url)
 	browser.WaitJS(t, ctx, `document.body.textContent.includes("only one feed") && window.__streams.length > 0`, 20*time.Second)
-	time.Sleep(time.Second) // the badge's first poll and any second feed would be under way
+	// The barrier, not a pause: the list's feed is open (the list hands it
+	// to the badge as it creates it), the badge holds the browser's lock
+	// (so it has run its own openStream, which opens a second feed unless
+	// it was handed one) and its first poll is answered. Whatever could
+	// open a second feed has run.
+	browser.WaitJS(t, ctx, `document.body.dataset.live === "1" && window.CRPending.leader && document.body.dataset.pendingApprovals !== undefined`, 20*time.Second)
 	open := browser.Eval[int](t, ctx, `window.__streams.filter(es => es.readyState !== 2 && es.url.endsWith("/api/stream")).length`)
 	if open != 1 {
 		t.Errorf("the list page holds %d /api/stream feeds, want 1 (%s)", open,

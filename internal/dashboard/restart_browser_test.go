@@ -15,6 +15,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/backend"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/browser"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // restartable is a backend on one SQLite file and one loopback address
@@ -37,13 +38,11 @@ func (r *restartable) start() {
 		StateDir: filepath.Dir(r.db)})
 	var ln net.Listener
 	// The port was ours a moment ago; another test may grab it between
-	// stop and start only by accident, so a few tries are enough.
-	for i := 0; ; i++ {
-		if ln, err = net.Listen("tcp", r.addr); err == nil || i == 50 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// stop and start only by accident, so a second of tries is enough.
+	poll.Within(time.Second, func() bool {
+		ln, err = net.Listen("tcp", r.addr)
+		return err == nil
+	})
 	must(r.t, err)
 	r.addr = ln.Addr().String()
 	hs := &http.Server{Handler: srv.Handler()}

@@ -444,8 +444,10 @@ func TestSessionMarkdownXSS(t *testing.T) {
 
 	check := func(t *testing.T) {
 		t.Helper()
-		// Handlers had their chance to fire: images load or fail at once.
-		time.Sleep(300 * time.Millisecond)
+		// The barrier for handlers: every image has loaded or failed, and
+		// an image fires its load or error event in the task that settles
+		// it, so a handler that got through has run by now.
+		browser.WaitJS(t, ctx, `Array.from(document.images).every((i) => i.complete)`, 10*time.Second)
 		bad := browser.Eval[[]string](t, ctx, `(() => {
 			const out = [];
 			if (window.__pwned !== undefined) out.push('window.__pwned is set');

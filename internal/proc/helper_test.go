@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // The tests re-execute the test binary as the processes they kill. The mode
@@ -65,16 +67,17 @@ func mustSelf() Proc {
 // reapAll reaps every exited child left (orphans handed to us as subreaper).
 // Only safe once no exec.Cmd is waiting.
 func reapAll() {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
-		if err != nil { // ECHILD: none left
-			return
+	poll.Within(5*time.Second, func() bool {
+		for {
+			pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+			if err != nil { // ECHILD: none left
+				return true
+			}
+			if pid == 0 { // some still run
+				return false
+			}
 		}
-		if pid == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	})
 }
 
 func runHelper(mode string) int {
@@ -232,21 +235,19 @@ func killAndReapAtEnd(t *testing.T, p Proc) {
 // subreaper). It gives up at once if it is not.
 func reap(pid int) (syscall.WaitStatus, bool) {
 	var ws syscall.WaitStatus
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	reaped := false
+	poll.Within(5*time.Second, func() bool {
 		got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		if errors.Is(err, syscall.EINTR) {
-			continue
+			return false
 		}
-		if err != nil {
-			return ws, false
+		if err != nil { // not our child
+			return true
 		}
-		if got == pid {
-			return ws, true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return ws, false
+		reaped = got == pid
+		return reaped
+	})
+	return ws, reaped
 }
 
 func newRunID(t *testing.T) string {
@@ -261,17 +262,8 @@ func newRunID(t *testing.T) string {
 	return runID
 }
 
-// waitFor polls cond until it holds or 10s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// deathWait bounds a wait for a killed process to be gone.
+const deathWait = 10 * time.Second
 
 func pids(ps []Proc) []int {
 	out := make([]int, len(ps))

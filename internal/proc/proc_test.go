@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 func TestLookupSelf(t *testing.T) {
@@ -51,7 +53,7 @@ func TestAliveZombie(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not reaped yet: the child stays a zombie, which must count as dead.
-	waitFor(t, "the child to die", func() bool { return !Alive(c.proc) })
+	poll.Until(t, deathWait, "the child to die", func() bool { return !Alive(c.proc) })
 	s, err := readStat(c.proc.PID)
 	if err != nil {
 		t.Fatal(err)

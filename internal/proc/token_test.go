@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // Two helpers run a run with the same ID at once (run IDs are the client's).
@@ -38,7 +40,7 @@ func TestKillAllSparesAnotherStartOfTheRun(t *testing.T) {
 	if err := KillAll(ctx, tree, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "our start of the run to die", func() bool { return !Alive(ours.proc) && !Alive(ourTool) })
+	poll.Until(t, deathWait, "our start of the run to die", func() bool { return !Alive(ours.proc) && !Alive(ourTool) })
 	for name, p := range map[string]Proc{"CLI": other.proc, "tool": otherTool, "untokened process": untokened.proc} {
 		if !Alive(p) {
 			t.Errorf("the other start's %s (%v) was killed", name, p)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 func TestKillAll(t *testing.T) {
@@ -92,7 +94,7 @@ func TestKillNow(t *testing.T) {
 	root := start(t, modeSpawn, SysProcAttr(), MarkerEnvEntry(runID), "HELPER_IGNORE=1")
 	gc := root.readPids(t)[0]
 	KillNow(Tree{Root: root.proc, PGID: root.proc.PID, RunID: runID})
-	waitFor(t, "the tree to die", func() bool { return !Alive(root.proc) && !Alive(gc) })
+	poll.Until(t, deathWait, "the tree to die", func() bool { return !Alive(root.proc) && !Alive(gc) })
 }
 
 func TestSurvivorsError(t *testing.T) {
@@ -115,7 +117,7 @@ func TestSysProcAttrPdeathsig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = h.wait()
-	waitFor(t, "the CLI to die", func() bool { return !Alive(cli) })
+	poll.Until(t, deathWait, "the CLI to die", func() bool { return !Alive(cli) })
 	if ws, ok := reap(cli.PID); ok && ws.Signal() != syscall.SIGTERM {
 		t.Errorf("CLI ended by %v, want SIGTERM", ws.Signal())
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
@@ -365,22 +366,24 @@ func (p *process) waitListening(t *testing.T, timeout time.Duration) string {
 // first submatch (a URL with a port); what names the process in failures.
 func (p *process) waitLog(t *testing.T, what string, re *regexp.Regexp, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		b, _ := os.ReadFile(p.log)
+	var b []byte
+	var found string
+	if !poll.Within(timeout, func() bool {
+		b, _ = os.ReadFile(p.log)
 		if m := re.FindSubmatch(b); m != nil {
-			return string(m[1])
+			found = string(m[1])
+			return true
 		}
 		select {
 		case <-p.done:
 			t.Fatalf("%s exited before it listened (%v); its log %s:\n%s", what, p.err, p.log, b)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not say where it listens within %s; its log %s:\n%s", what, timeout, p.log, b)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("%s did not say where it listens within %s; its log %s:\n%s", what, timeout, p.log, b)
 	}
+	return found
 }
 
 // cmdline is a process's argv joined by spaces, or "" once it is gone.

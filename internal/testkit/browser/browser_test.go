@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 // The launcher works and records dialogs, exceptions and console errors.
@@ -21,10 +23,8 @@ func TestTabRecords(t *testing.T) {
 	if err := chromedp.Do(tab.Ctx, chromedp.Navigate(ts.URL), chromedp.WaitVisible(chromedp.CSS("#p"))); err != nil {
 		t.Fatal(err)
 	}
-	// The exception is thrown from a timer; give it a moment.
-	for deadline := time.Now().Add(10 * time.Second); len(tab.Exceptions()) == 0 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The exception is thrown from a timer.
+	poll.Until(t, 10*time.Second, "the timer's exception", func() bool { return len(tab.Exceptions()) > 0 })
 	if d := tab.Dialogs(); len(d) != 1 || d[0] != "alert: one" {
 		t.Errorf("dialogs %q", d)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
 func TestNormalAnswersControlRequestsAndRunsATurn(t *testing.T) {
@@ -442,13 +444,7 @@ func TestGrandchild(t *testing.T) {
 // waitReaped polls until pid has no /proc entry, not even as a zombie.
 func waitReaped(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for procStat(pid) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d was not reaped within %v", pid, patience)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, patience, fmt.Sprintf("process %d to be reaped", pid), func() bool { return procStat(pid) == nil })
 }
 
 func TestFlood(t *testing.T) {

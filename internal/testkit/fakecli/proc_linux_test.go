@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
+	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/syncbuf"
 )
 
@@ -225,16 +227,10 @@ func readPids(path string) []int {
 // waitPids polls the pid file until it lists n pids.
 func waitPids(t *testing.T, path string, n int) []int {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for {
-		if pids := readPids(path); len(pids) >= n {
-			return pids
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid file %s did not list %d pids within %v", path, n, patience)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return poll.Value(t, patience, fmt.Sprintf("pid file %s to list %d pids", path, n), func() ([]int, bool) {
+		pids := readPids(path)
+		return pids, len(pids) >= n
+	})
 }
 
 // procStat returns the fields of /proc/PID/stat after the command name
@@ -283,12 +279,7 @@ func isTestBinary(pid int) bool {
 // waitGone polls until pid is no longer alive.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(patience)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Errorf("process %d still alive %v after SIGKILL", pid, patience)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !poll.Within(patience, func() bool { return !alive(pid) }) {
+		t.Errorf("process %d still alive %v after SIGKILL", pid, patience)
 	}
 }

@@ -14,3 +14,11 @@ func TestWithin(t *testing.T) {
 		t.Error("Within held for a condition that never held")
 	}
 }
+
+func TestValue(t *testing.T) {
+	n := 0
+	got := Value(t, time.Second, "the third check", func() (int, bool) { n++; return n * 10, n == 3 })
+	if got != 30 || n != 3 {
+		t.Errorf("Value returned %d after %d checks, want 30 after 3", got, n)
+	}
+}

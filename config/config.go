@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
@@ -20,6 +21,7 @@ type Config struct {
 	Spool     Spool
 	Forwarder Forwarder
 	Log       Log
+	Budgets   Budgets // budgets.*: the helper's side of serve.budgets (budgets.go)
 }
 
 // Backend is where the forwarder delivers events.
@@ -59,6 +61,8 @@ type Serve struct {
 	// through when its sending process cannot be checked for a run (a
 	// reverse proxy on this host, another user, no /proc); false: refused.
 	AllowUncheckedLocalDecisions bool
+	// Budgets are the spend caps (serve.budgets, issue 26; budgets.go).
+	Budgets []budget.Rule
 }
 
 // ServeToken is one serve.tokens entry: a token serve accepts, with a name

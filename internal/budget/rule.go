@@ -29,8 +29,8 @@ const AllProjects = "*"
 type Rule struct {
 	// Project is "*", a project's full path (it contains a '/'), or its
 	// basename, which covers every project of that name on any machine.
-	Project string `json:"project"`
-	Period  Period `json:"period"`
+	Project string  `json:"project"`
+	Period  Period  `json:"period"`
 	USD     float64 `json:"usd"`
 	// WarnAt is the share of USD at which the budget warns (0 < WarnAt ≤
 	// 1); zero means DefaultWarnAt.

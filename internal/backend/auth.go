@@ -231,6 +231,8 @@ func requiredScope(r *http.Request) tokens.Scope {
 		return tokens.Decisions
 	case r.URL.Path == "/api/whoami":
 		return ""
+	case r.URL.Path == "/api/budgets":
+		return "" // ingest or read: handleBudgets checks (budgets.go)
 	}
 	return tokens.Read
 }

@@ -41,6 +41,7 @@ func (s *Server) startPushes(p pusher) {
 // after Append returned, so the approval is committed when the loop reads
 // it.
 func (s *Server) queuePushes(evs []store.Event, res []store.AppendResult) {
+	s.noteSpend(res) // budgets.go: new spend may cross a budget's threshold
 	if s.pushes == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/claude-relay/claude-relay/config"
+	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/dashboard"
 	"github.com/claude-relay/claude-relay/internal/peer"
 	"github.com/claude-relay/claude-relay/internal/push"
@@ -67,6 +68,9 @@ type Options struct {
 	// redacted) in pushes: serve.notify_include_input. False: the tool and
 	// the project only.
 	NotifyIncludeInput bool
+	// Budgets are the spend caps (serve.budgets) GET /api/budgets reports
+	// and pushes warn about (budgets.go).
+	Budgets []budget.Rule
 	// StateDir keeps the dashboard login's key and its logouts (the data
 	// dir), so logins and logouts outlive a restart and hold for every
 	// backend of the data dir; empty: in memory, for this Server only.
@@ -115,6 +119,7 @@ type Server struct {
 	pushInput      bool          // Options.NotifyIncludeInput
 	push           pusher        // nil without NotifyURL
 	pushes         chan string   // approval IDs for pushLoop; nil without NotifyURL
+	budgets        budgets       // budgets.go
 	maxEvent       int64         // Options.MaxEventBytes resolved
 	maxBatch       int64         // Options.MaxBatchBytes resolved
 	lim            limits
@@ -165,6 +170,7 @@ func New(opts Options) *Server {
 		publicURL:        strings.TrimRight(opts.PublicURL, "/"),
 		pushInput:        opts.NotifyIncludeInput,
 		recheck:          defaultRecheck,
+		budgets:          budgets{rules: opts.Budgets},
 		log:              opts.Logger,
 		heartbeat:        defaultHeartbeat,
 		sseFlushInterval: 200 * time.Millisecond,
@@ -202,6 +208,7 @@ func New(opts Options) *Server {
 	case opts.NotifyURL != "":
 		s.startPushes(push.New(opts.NotifyURL, s.log))
 	}
+	s.startBudgetPushes()
 	return s
 }
 
@@ -252,6 +259,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/stream", s.handleSessionsStream)
 	mux.HandleFunc("GET /api/sessions/{id}/markdown", s.handleMarkdown)
 	mux.HandleFunc("GET /api/usage", s.handleUsage)
+	mux.HandleFunc("GET /api/budgets", s.handleBudgets) // budgets.go (issue 26)
 
 	// Remote approvals (CONTRACT §10).
 	mux.HandleFunc("GET /api/whoami", s.handleWhoami)

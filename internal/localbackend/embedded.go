@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
@@ -49,6 +50,9 @@ type Options struct {
 	// NewServer warns when it, or the SQLite database's directory, is open
 	// to other users.
 	DataDir string
+	// Budgets are serve.budgets (issue 26): the caps GET /api/budgets
+	// reports and helpers hold runs to.
+	Budgets []budget.Rule
 	// AllowedHosts is serve.allowed_hosts; NotifyIncludeInput is
 	// serve.notify_include_input.
 	AllowedHosts       []string
@@ -92,7 +96,8 @@ func NewServer(st store.Store, o Options) *backend.Server {
 		StateDir: o.DataDir, AllowedHosts: o.AllowedHosts, NotifyIncludeInput: o.NotifyIncludeInput,
 		MaxEventBytes: o.MaxEventBytes, MaxBatchBytes: o.MaxBatchBytes, MaxStreamsPerToken: o.MaxStreamsPerToken,
 		ServeTokens: func() []config.ServeToken { return acceptedTokens(o) },
-		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL, AllowUncheckedLocal: o.AllowUncheckedLocal})
+		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL, AllowUncheckedLocal: o.AllowUncheckedLocal,
+		Budgets:     o.Budgets})
 }
 
 // defaultTokenName names the data dir's token in the record of who did

@@ -293,6 +293,10 @@ type Store interface {
 	// ClaimNotify returns true for exactly one caller per approval (across
 	// processes sharing the database): the one that sends its push.
 	ClaimNotify(ctx context.Context, approvalID string) (bool, error)
+	// ClaimNotice returns true for exactly one caller per key, ever
+	// (across processes sharing the database): the one that sends the
+	// push the key names (a budget's warning per threshold per period).
+	ClaimNotice(ctx context.Context, key string) (bool, error)
 
 	Close() error
 }

@@ -208,3 +208,18 @@ func (s *Store) ClaimNotify(ctx context.Context, approvalID string) (bool, error
 	s.notified[approvalID] = true
 	return true, nil
 }
+
+// ClaimNotice implements store.Store. Keys share the approvals' claim map
+// under a prefix no approval ID has.
+func (s *Store) ClaimNotice(ctx context.Context, key string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, store.ErrClosed
+	}
+	if s.notified["notice\x00"+key] {
+		return false, nil
+	}
+	s.notified["notice\x00"+key] = true
+	return true, nil
+}

@@ -185,6 +185,12 @@ ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
 	// (issue 23): interactions keep the seq of their completed turn, and
 	// the backfill (backfills[5]) derives every session's status again.
 	`ALTER TABLE interactions ADD COLUMN turn_done_seq bigint NOT NULL DEFAULT 0`,
+	// 6: pushes sent once per key across replicas (ClaimNotice), as in
+	// package sqlite's migration 6.
+	`CREATE TABLE notices (
+	key        text COLLATE "C" PRIMARY KEY,
+	claimed_at bigint NOT NULL
+)`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold

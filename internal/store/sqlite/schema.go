@@ -197,6 +197,12 @@ ALTER TABLE events_v3 RENAME TO events;
 	// (issue 23): interactions keep the seq of their completed turn, and
 	// the backfill (backfills[5]) derives every session's status again.
 	`ALTER TABLE interactions ADD COLUMN turn_done_seq INTEGER NOT NULL DEFAULT 0`,
+	// 6: pushes sent once per key across processes (ClaimNotice): a
+	// budget's warning per threshold per period (issue 26).
+	`CREATE TABLE notices (
+	key        TEXT PRIMARY KEY,
+	claimed_at INTEGER NOT NULL
+) WITHOUT ROWID`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold

@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DecideConcurrent", testDecideConcurrent},
 		{"DecideNotifies", testDecideNotifies},
 		{"ClaimNotify", testClaimNotify},
+		{"ClaimNotice", testClaimNotice},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -376,11 +376,21 @@ func (a *Agent) SetSessionConfigOption(ctx context.Context, p acpsdk.SetSessionC
 	return acpsdk.SetSessionConfigOptionResponse{ConfigOptions: opts}, nil
 }
 
+// BudgetExhaustedCode is the JSON-RPC error code (in the range left to
+// servers) of a prompt refused by a budget (issue 26).
+const BudgetExhaustedCode = -32001
+
 // errOf turns a core refusal into a JSON-RPC error a client can show.
 func errOf(err error) error {
 	var re *relay.RefusedError
 	if errors.As(err, &re) && re.Code == relay.RefuseBadValue {
 		return acpsdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	if errors.As(err, &re) && re.Code == relay.RefuseBudget {
+		// The message names the cap, the spend and when it resets; a
+		// client shows it as the prompt's error.
+		return &acpsdk.RequestError{Code: BudgetExhaustedCode, Message: err.Error(),
+			Data: map[string]any{"code": "budget_exhausted", "error": err.Error()}}
 	}
 	return acpsdk.NewInternalError(map[string]any{"error": err.Error()})
 }

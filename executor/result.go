@@ -235,6 +235,10 @@ func errorText(r *streamjson.Result) (text string, cause error) {
 		text = "Maximum turns reached"
 	case streamjson.ResultErrorDuringExecution:
 		text = "Error during execution"
+	case streamjson.ResultErrorMaxBudgetUSD:
+		// --max-budget-usd: the user's own, or what the budgets left
+		// (issue 26); the CLI's errors say the amount.
+		text = "Maximum budget reached"
 	default:
 		text, detail = firstNonEmpty(r.Result, detail, "Error: "+r.Subtype), ""
 	}

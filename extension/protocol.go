@@ -219,6 +219,10 @@ const (
 	CodeMalformedOutput = "malformed_output"
 	CodeNotLive         = "not_live"
 	CodeCLIRefused      = "cli_refused"
+	// CodeBudgetExhausted refuses a prompt or send: a budget covering the
+	// run's project is used up, or cannot be checked under budgets.offline:
+	// deny (issue 26).
+	CodeBudgetExhausted = "budget_exhausted"
 	// CodeNotBackend: backend.url answers, but not as a claude-relay
 	// backend (a web server's page, a redirect, a 404): events stay spooled.
 	CodeNotBackend = "not_backend"

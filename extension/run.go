@@ -115,6 +115,8 @@ func refuseCode(err error) string {
 		return CodeShuttingDown
 	case relay.RefuseRunExists:
 		return CodeRunConflict
+	case relay.RefuseBudget:
+		return CodeBudgetExhausted
 	}
 	return CodeBadValue
 }

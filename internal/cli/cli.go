@@ -24,6 +24,10 @@ import (
 const (
 	exitFailure = 1
 	exitUsage   = 2
+	// exitBudget: `run` refused before anything started because a budget
+	// that covers the project is exhausted, or cannot be checked under
+	// budgets.offline: deny (issue 26).
+	exitBudget = 3
 )
 
 // ExitError ends the process with Code after printing nothing more; the

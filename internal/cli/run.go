@@ -255,6 +255,10 @@ func runRun(ctx context.Context, a *App, o runOptions) error {
 	run, err := h.Core().Start(req, v)
 	if err != nil {
 		h.close(relay.StopClosed) // nothing was spooled
+		if re, ok := errors.AsType[*relay.RefusedError](err); ok && re.Code == relay.RefuseBudget {
+			fmt.Fprintln(a.Stderr, "claude-relay:", err)
+			return &ExitError{Code: exitBudget}
+		}
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	l := &runLoop{a: a, o: o, h: h, v: v, run: run}

@@ -11,6 +11,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/discovery"
 	"github.com/claude-relay/claude-relay/internal/host"
 	"github.com/claude-relay/claude-relay/internal/proc"
@@ -91,7 +92,7 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	h.Host = host.New(host.Options{
 		Forwarder: fwd,
 		Core: relay.Options{Executor: exec, State: relay.NewState(c.DataDir), DefaultCwd: c.Workspace,
-			CLIError: info.err, Logger: a.log},
+			CLIError: info.err, Logger: a.log, Budget: a.budgetClient(backend)},
 		// Decisions made in the dashboard answer the runs' approvals too.
 		Remote:       func(core *relay.Core) io.Closer { return a.remoteWaiter(backend, core) },
 		DrainTimeout: c.Forwarder.DrainTimeout,
@@ -156,6 +157,13 @@ func (a *App) extensionServer(h *helper) *extension.Server {
 		BackendURL: h.backend.URL, DashboardURL: h.backend.Dashboard,
 		Logger: a.log, Terminal: a.terminalCommand,
 	})
+}
+
+// budgetClient asks the backend the forwarder posts to, with the same
+// token, for the budgets before each run and turn (issue 26).
+func (a *App) budgetClient(backend *backendConn) *budget.Client {
+	return budget.NewClient(budget.ClientOptions{URL: backend.URL, Token: a.forwarderOptions(backend).Token,
+		Offline: a.loaded.Config.Budgets.Offline, Logger: a.log})
 }
 
 // remoteWaiter starts the waiter that answers core's pending approvals with

@@ -97,7 +97,7 @@ func NewServer(st store.Store, o Options) *backend.Server {
 		MaxEventBytes: o.MaxEventBytes, MaxBatchBytes: o.MaxBatchBytes, MaxStreamsPerToken: o.MaxStreamsPerToken,
 		ServeTokens: func() []config.ServeToken { return acceptedTokens(o) },
 		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL, AllowUncheckedLocal: o.AllowUncheckedLocal,
-		Budgets:     o.Budgets})
+		Budgets: o.Budgets})
 }
 
 // defaultTokenName names the data dir's token in the record of who did

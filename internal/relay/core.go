@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/content"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
@@ -34,6 +35,10 @@ type Options struct {
 	State      *State // last conversation per workspace; nil: none kept
 	DefaultCwd string // cwd of a request that names none
 	CLIError   string // why no CLI was found; non-blank prompts are refused
+	// Budget, when set, is asked before each run and each send of a live
+	// run (budget.go): an exhausted budget refuses, the remaining one caps
+	// --max-budget-usd.
+	Budget Budget
 	Logger     *slog.Logger
 }
 
@@ -103,6 +108,7 @@ const (
 	RefuseNoCLI                              // no Claude CLI to run
 	RefuseShuttingDown                       // the Core is closing
 	RefuseRunExists                          // the run ID is live already
+	RefuseBudget                             // a budget is exhausted or cannot be checked (Err says which)
 )
 
 // RefusedError is a request the Core did not start: nothing was spooled and
@@ -110,9 +116,12 @@ const (
 type RefusedError struct {
 	Code    RefuseCode
 	Message string
+	Err     error // the cause, when there is one (a *budget.ExhaustedError)
 }
 
 func (e *RefusedError) Error() string { return e.Message }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 func refuse(code RefuseCode, format string, args ...any) error {
 	return &RefusedError{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -141,6 +150,17 @@ func checkMode(mode string) error {
 func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	if err := c.check(&req); err != nil {
 		return nil, err
+	}
+	var grant budget.Grant
+	if strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0 || req.Idle {
+		g, err := c.checkBudget(req.Cwd)
+		// An idle run (ACP's session/new) runs no turn: its first send is
+		// checked, so only a prompt is refused here.
+		if err != nil && !req.Idle {
+			return nil, err
+		}
+		grant = g
+		limitBudget(&req, grant)
 	}
 	er, rec, err := c.executorRequest(req)
 	if err != nil {
@@ -173,6 +193,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 
 	r.spooled(lc.Started(wire.RunStarted{PromptRecord: rec, Idle: req.Idle, Model: req.Model, PermissionMode: string(req.PermissionMode), Resume: req.Resume, Fork: req.Fork, Continue: req.Continue,
 		Approvals: req.Approvals}))
+	r.postUnchecked(req.InteractionID, grant)
 	go func() {
 		defer c.wg.Done()
 		res, err := c.opts.Executor.Run(ctx, er, r, r)

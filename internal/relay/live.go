@@ -57,6 +57,10 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 	if err != nil {
 		return refuse(RefuseBadValue, "%v", err)
 	}
+	grant, err := c.checkBudget(r.lc.Frame().Cwd)
+	if err != nil {
+		return err
+	}
 	rec := msg.Record
 	if m.Record != nil {
 		rec = *m.Record
@@ -71,6 +75,7 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 	}
 	r.live.pending[interactionID] = rec
 	r.mu.Unlock()
+	r.postUnchecked(interactionID, grant)
 	if err := r.input(requestID, executor.Input{Kind: executor.InputSend, Content: msg.Content, Interaction: interactionID}); err != nil {
 		r.mu.Lock()
 		delete(r.live.pending, interactionID)

@@ -557,7 +557,8 @@ export interface ErrorEvent {
     | "cli_not_found"
     | "not_live"
     | "cli_refused"
-    | "not_backend";
+    | "not_backend"
+    | "budget_exhausted";
   message: string;
   [k: string]: unknown | undefined;
 }

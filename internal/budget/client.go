@@ -31,6 +31,7 @@ const TypeUnchecked = "relay.budget_unchecked"
 
 // Unchecked is relay.budget_unchecked's event_data.
 type Unchecked struct {
+	V     int    `json:"v"` // 1
 	RunID string `json:"run_id"`
 	Cwd   string `json:"cwd"`
 	Error string `json:"error"`

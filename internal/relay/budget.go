@@ -50,7 +50,7 @@ func (r *Run) postUnchecked(inter string, g budget.Grant) {
 		return
 	}
 	r.c.log.Warn("budgets not checked: the backend could not be asked (budgets.offline: allow)", "run", r.id, "err", g.Unchecked)
-	if err := r.lc.Post(inter, budget.TypeUnchecked, budget.Unchecked{RunID: r.id, Cwd: r.lc.Frame().Cwd, Error: g.Unchecked.Error()}); err != nil {
+	if err := r.lc.Post(inter, budget.TypeUnchecked, budget.Unchecked{V: 1, RunID: r.id, Cwd: r.lc.Frame().Cwd, Error: g.Unchecked.Error()}); err != nil {
 		r.c.log.Warn("cannot spool relay.budget_unchecked", "run", r.id, "err", err)
 	}
 }

@@ -35,11 +35,11 @@ type Options struct {
 	State      *State // last conversation per workspace; nil: none kept
 	DefaultCwd string // cwd of a request that names none
 	CLIError   string // why no CLI was found; non-blank prompts are refused
+	Logger     *slog.Logger
 	// Budget, when set, is asked before each run and each send of a live
 	// run (budget.go): an exhausted budget refuses, the remaining one caps
 	// --max-budget-usd.
 	Budget Budget
-	Logger     *slog.Logger
 }
 
 // Core owns the live runs.

@@ -107,3 +107,36 @@ func TestBudgetUncheckedIsRecorded(t *testing.T) {
 		t.Errorf("spooled %v, want relay.run_started then %s", types, budget.TypeUnchecked)
 	}
 }
+
+// TestBudgetRefusesASend: each send of a live run is checked; a refused one
+// is not written to the CLI and records nothing, and the run goes on.
+func TestBudgetRefusesASend(t *testing.T) {
+	spool := newSeqSpool(t)
+	x := newLiveExec()
+	fb := &fakeBudget{grant: budget.Grant{Limited: true, RemainingUSD: 1}}
+	c := New(Options{Executor: x, Spool: spool, Budget: fb, DefaultCwd: t.TempDir()})
+	defer c.Close()
+	sink := newTurnSink()
+	if _, err := c.Start(Request{RunOptions: executor.RunOptions{KeepAlive: true}, RunID: "r", SessionID: "s", Prompt: "one"}, sink); err != nil {
+		t.Fatal(err)
+	}
+	sink.turn(t)
+	fb.mu.Lock()
+	fb.err = &budget.ExhaustedError{Status: budget.Status{Project: "*", Period: budget.Day, CapUSD: 1, SpentUSD: 1}}
+	fb.mu.Unlock()
+	err := c.Send("req-1", "r", "", Message{Prompt: "two"})
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Code != RefuseBudget {
+		t.Fatalf("Send = %v, want a budget refusal", err)
+	}
+	if err := c.End("req-2", "r"); err != nil {
+		t.Fatal(err)
+	}
+	sink.end(t)
+	if sent := spool.ofType("relay.message_sent"); len(sent) != 0 {
+		t.Errorf("the refused send was recorded: %d relay.message_sent", len(sent))
+	}
+	if len(fb.cwds) != 2 {
+		t.Errorf("checks %q, want the start and the send", fb.cwds)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
@@ -81,6 +82,9 @@ type Claude struct {
 	// StallTimeout is how long a turn may go without CLI output while no
 	// tool runs before the watchdog interrupts it (CONTRACT §7).
 	StallTimeout time.Duration
+	// Billing is claude.billing: what a run may be billed to (the billing
+	// guard; internal/billing).
+	Billing billing.Policy
 }
 
 // Approvals configures tool approvals.

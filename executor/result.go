@@ -170,6 +170,10 @@ func (r *run) result(o outcome) (*Result, error) {
 		}
 	}
 	switch {
+	case o.refused != nil:
+		res.Status, res.ExitCode, res.Reason = StatusFailed, 1, o.refused.Error()
+		res.Stderr, res.Cause = res.Reason, o.refused
+		return res, o.refused
 	case o.cancelled:
 		// Whatever the CLI reported after our interrupt, we cancelled it.
 		res.Status, res.ExitCode, res.Stderr = StatusCancelled, 130, "Cancelled"

@@ -1,0 +1,46 @@
+package executor
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/claude-relay/claude-relay/internal/billing"
+)
+
+// The billing guard (issue 26 item 2). With a restricting claude.billing,
+// nothing but the control requests initialize, the modes question and
+// set_permission_mode is written to the CLI until its answer to initialize
+// has said where its credentials come from: every user message (the first
+// prompt, an early send, an idle run's first message) waits in the stdin
+// writer, gated. The CLI sends an API request only for a user message, so a
+// refused run is stopped having made none.
+
+// guarding reports whether this run's stdin stays gated until the verdict.
+func (r *run) guarding() bool { return r.e.opts.Billing.Restricts() }
+
+// checkBilling reads the source from initialize's answer (nil: the CLI
+// refused or never answered), reports it, and opens the gate or has the
+// loop stop the run.
+func (r *run) checkBilling(info json.RawMessage) {
+	if info == nil && !r.guarding() {
+		return // nothing to report, nothing to decide
+	}
+	src, _ := billing.FromInitialize(info)
+	err := r.e.opts.Billing.Check(src)
+	r.obs.Event(Event{Kind: EventBilling, RunID: r.req.RunID, Time: time.Now(), Billing: src, BillingErr: err})
+	if !r.guarding() {
+		return
+	}
+	var refused *billing.RefusedError
+	if errors.As(err, &refused) {
+		r.e.log.Warn("billing guard: run stopped before its first API request", "run_id", r.req.RunID,
+			"billed_to", src.Label(), "claude.billing", r.e.opts.Billing)
+		select {
+		case r.refused <- refused:
+		default:
+		}
+		return
+	}
+	r.w.open()
+}

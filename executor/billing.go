@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"time"
@@ -21,16 +22,16 @@ func (r *run) guarding() bool { return r.e.opts.Billing.Restricts() }
 
 // checkBilling reads the source from initialize's answer (nil: the CLI
 // refused or never answered), reports it, and opens the gate or has the
-// loop stop the run.
-func (r *run) checkBilling(info json.RawMessage) {
+// loop stop the run; true when it refused.
+func (r *run) checkBilling(info json.RawMessage) bool {
 	if info == nil && !r.guarding() {
-		return // nothing to report, nothing to decide
+		return false // nothing to report, nothing to decide
 	}
 	src, _ := billing.FromInitialize(info)
 	err := r.e.opts.Billing.Check(src)
-	r.obs.Event(Event{Kind: EventBilling, RunID: r.req.RunID, Time: time.Now(), Billing: src, BillingErr: err})
+	r.obs.Event(Event{Kind: EventBilling, RunID: r.req.RunID, Time: time.Now(), Billing: src, BillingErr: err, Policy: cmp.Or(r.e.opts.Billing, billing.PolicyAny)})
 	if !r.guarding() {
-		return
+		return false
 	}
 	var refused *billing.RefusedError
 	if errors.As(err, &refused) {
@@ -40,7 +41,8 @@ func (r *run) checkBilling(info json.RawMessage) {
 		case r.refused <- refused:
 		default:
 		}
-		return
+		return true
 	}
 	r.w.open()
+	return false
 }

@@ -43,7 +43,7 @@ func TestRealBillingGuard(t *testing.T) {
 				t.Fatalf("the scripted API got %d requests, want none", n)
 			}
 			var refused *billing.RefusedError
-			if res.Status != StatusFailed || !errors.As(res.Cause, &refused) || !errors.Is(bill[0].BillingErr, billing.ErrRefused) {
+			if res.Status != StatusFailed || res.ExitCode != billing.ExitStatus || !errors.As(res.Cause, &refused) || !errors.Is(bill[0].BillingErr, billing.ErrRefused) {
 				t.Fatalf("result %+v", res)
 			}
 			for _, want := range []string{"API key ANTHROPIC_API_KEY", "claude.billing is subscription", "Unset ANTHROPIC_API_KEY"} {

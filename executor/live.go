@@ -443,7 +443,9 @@ func (p *infoParts) initialized(resp *streamjson.ControlResponse, err error) {
 		p.configuredMode(info)
 	}
 	// After the held prompt is queued: the verdict opens the gate to it.
-	p.r.checkBilling(info)
+	if p.r.checkBilling(info) {
+		info = nil // a refused run has no session: no session_info
+	}
 	p.done(func() { p.info = info })
 }
 

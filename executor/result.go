@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
 
@@ -171,7 +172,7 @@ func (r *run) result(o outcome) (*Result, error) {
 	}
 	switch {
 	case o.refused != nil:
-		res.Status, res.ExitCode, res.Reason = StatusFailed, 1, o.refused.Error()
+		res.Status, res.ExitCode, res.Reason = StatusFailed, billing.ExitStatus, o.refused.Error()
 		res.Stderr, res.Cause = res.Reason, o.refused
 		return res, o.refused
 	case o.cancelled:

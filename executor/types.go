@@ -152,6 +152,7 @@ type Event struct {
 	Interaction string                    // EventTurnStarted, EventTurnDropped: the InputSend's Interaction
 	Billing     billing.Source            // EventBilling
 	BillingErr  error                     // EventBilling: the guard's refusal, or nil
+	Policy      billing.Policy            // EventBilling: claude.billing
 }
 
 // Observer receives a run's events from the run's reader goroutines (stdout

@@ -30,6 +30,11 @@ import (
 	"strings"
 )
 
+// ExitStatus is a refused run's exitCode (and `claude-relay run`'s exit
+// status): 78, EX_CONFIG of sysexits(3), since the fix is in the
+// configuration or the environment, never in the prompt.
+const ExitStatus = 78
+
 // Policy is claude.billing: which kind of credential a run may be billed to.
 type Policy string
 

@@ -47,6 +47,7 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 		CLIPath: info.path, BaseCommand: c.Claude.Command, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env,
 		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, StallTimeout: c.Claude.StallTimeout, ApprovalTimeout: c.Approvals.Timeout,
 		Registry: new(a.runRegistry()), Logger: a.log,
+		Billing:  c.Claude.Billing,
 	})
 	if rep, err := e.CleanupOrphans(dctx); err != nil || rep.Killed > 0 {
 		a.log.Warn("cleaned up after a crashed helper", "killed", rep.Killed, "stale_runs", rep.Stale, "err", err)

@@ -557,7 +557,8 @@ export interface ErrorEvent {
     | "cli_not_found"
     | "not_live"
     | "cli_refused"
-    | "not_backend";
+    | "not_backend"
+    | "billing_refused";
   message: string;
   [k: string]: unknown | undefined;
 }

@@ -2,8 +2,11 @@ package executor
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/billing"
@@ -45,4 +48,38 @@ func (r *run) checkBilling(info json.RawMessage) bool {
 	}
 	r.w.open()
 	return false
+}
+
+// ProbeBilling starts the CLI as a run in cwd would be started, asks it
+// initialize and nothing else, and returns where its credentials come from
+// (doctor, and terminal runs, whose interactive CLI cannot be asked). No
+// user message is written, so no API request is made. ctx bounds the wait.
+func (e *Executor) ProbeBilling(ctx context.Context, cwd string) (billing.Source, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	probe := *e
+	// Restricting makes the run report even a CLI that did not answer, and
+	// keeps every write but the control requests away from it.
+	probe.opts.Billing, probe.opts.Registry = billing.PolicySubscription, nil
+	probe.log = slog.New(slog.DiscardHandler) // the probe's own refusal is no news
+	found := make(chan billing.Source, 1)
+	obs := ObserverFunc(func(ev Event) {
+		if ev.Kind == EventBilling {
+			found <- ev.Billing
+			cancel()
+		}
+	})
+	res, err := probe.Run(ctx, Request{RunOptions: RunOptions{Cwd: cwd, KeepAlive: true}, Idle: true}, obs, nil)
+	select {
+	case src := <-found:
+		if src.Kind != billing.KindUnknown {
+			return src, nil
+		}
+		err = errors.New("the Claude CLI's answer to initialize has no account")
+	default:
+	}
+	if err == nil {
+		err = fmt.Errorf("the Claude CLI did not say where its credentials come from: %s", cmp.Or(res.Reason, res.Stderr, "no answer to initialize"))
+	}
+	return billing.Source{Kind: billing.KindUnknown}, err
 }

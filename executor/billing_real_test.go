@@ -1,9 +1,11 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
@@ -55,5 +57,19 @@ func TestRealBillingGuard(t *testing.T) {
 				t.Errorf("the key's value leaked: %q", res.Reason)
 			}
 		})
+	}
+}
+
+// ProbeBilling asks the real CLI and sends the API nothing.
+func TestRealProbeBilling(t *testing.T) {
+	env := newRealEnv(t, mockapi.Script{mockapi.TextTurn("no")}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src, err := env.e.ProbeBilling(ctx, env.cwd)
+	if err != nil || src != (billing.Source{Kind: billing.KindAPIKey, Name: "ANTHROPIC_API_KEY"}) {
+		t.Fatalf("got %+v, %v", src, err)
+	}
+	if n := len(env.api.Requests()); n != 0 {
+		t.Fatalf("the scripted API got %d requests", n)
 	}
 }

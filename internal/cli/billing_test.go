@@ -47,3 +47,27 @@ func TestRunBillingGuard(t *testing.T) {
 		t.Errorf("backend got %v", types)
 	}
 }
+
+// doctor names where runs are billed and fails when claude.billing would
+// refuse them.
+func TestDoctorReportsBilling(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	api := mockapi.New(t, nil)
+	cwd := t.TempDir()
+	env := map[string]string{"HOME": t.TempDir(), "CLAUDE_RELAY_CLAUDE_PATH": cli.Path, "PATH": os.Getenv("PATH"),
+		"CLAUDE_RELAY_CLAUDE_BILLING": "subscription"}
+	_, out, _ := runApp(t, env, cli.Env(t, api.URL()), cwd, "doctor")
+	t.Logf("doctor:\n%s", out.String())
+	var line string
+	for l := range strings.Lines(out.String()) {
+		if strings.Contains(l, "billing") && (strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "ok")) {
+			line = l
+		}
+	}
+	if !strings.HasPrefix(line, "FAIL") || !strings.Contains(line, "API key ANTHROPIC_API_KEY") || strings.Contains(line, realcli.APIKey) {
+		t.Errorf("billing line %q", line)
+	}
+	if n := len(api.Requests()); n != 0 {
+		t.Errorf("the scripted API got %d requests", n)
+	}
+}

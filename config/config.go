@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/budget"
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
@@ -85,6 +86,9 @@ type Claude struct {
 	// StallTimeout is how long a turn may go without CLI output while no
 	// tool runs before the watchdog interrupts it (CONTRACT §7).
 	StallTimeout time.Duration
+	// Billing is claude.billing: what a run may be billed to (the billing
+	// guard; internal/billing).
+	Billing billing.Policy
 }
 
 // Approvals configures tool approvals.

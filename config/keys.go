@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cast"
 
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/launch"
 )
 
@@ -187,6 +188,13 @@ var keys = []key{
 	{name: "claude.stall_timeout", def: constant("5m"), apply: func(c *Config, raw any) error {
 		d, err := duration(raw)
 		c.Claude.StallTimeout = d
+		return err
+	}},
+	// The billing guard (issue 26 item 2): which credentials a run may be
+	// billed to (internal/billing).
+	{name: "claude.billing", def: constant("any"), apply: func(c *Config, raw any) error {
+		s, err := enum(raw, "any", "subscription", "api_key")
+		c.Claude.Billing = billing.Policy(s)
 		return err
 	}},
 	{name: "approvals.timeout", def: constant("10m"), apply: func(c *Config, raw any) error {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/proc"
 )
@@ -18,6 +19,9 @@ type Options struct {
 	BaseEnv      []string          // the environment runs start from (the helper's own)
 	Env          map[string]string // claude.env, over BaseEnv
 	RemoveAPIKey bool              // drop ANTHROPIC_API_KEY, so the CLI uses its own login
+	// Billing is claude.billing: a run whose credentials it does not allow
+	// is stopped before its first API request (billing.go).
+	Billing billing.Policy
 
 	StartupTimeout  time.Duration // no stdout within this: kill and fail (30s)
 	ApprovalTimeout time.Duration // an unanswered approval is denied (10m)

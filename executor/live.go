@@ -442,6 +442,10 @@ func (p *infoParts) initialized(resp *streamjson.ControlResponse, err error) {
 	if p.r.req.PermissionMode == "" {
 		p.configuredMode(info)
 	}
+	// After the held prompt is queued: the verdict opens the gate to it.
+	if p.r.checkBilling(info) {
+		info = nil // a refused run has no session: no session_info
+	}
 	p.done(func() { p.info = info })
 }
 
@@ -566,6 +570,7 @@ type stdinWriter struct {
 	mu      sync.Mutex
 	ops     []writeOp
 	stopped bool
+	held    bool          // hold: ops queue up unwritten until open
 	wake    chan struct{} // capacity 1
 	stop    chan struct{}
 	done    chan struct{}
@@ -591,9 +596,30 @@ func (w *stdinWriter) add(op writeOp) {
 	}
 }
 
+// hold keeps every op queued, unwritten, until open (the billing guard).
+func (w *stdinWriter) hold() {
+	w.mu.Lock()
+	w.held = true
+	w.mu.Unlock()
+}
+
+// open writes what hold kept, and everything after it.
+func (w *stdinWriter) open() {
+	w.mu.Lock()
+	w.held = false
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (w *stdinWriter) take() []writeOp {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.held && !w.stopped {
+		return nil
+	}
 	ops := w.ops
 	w.ops = nil
 	return ops

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
 
@@ -170,6 +171,10 @@ func (r *run) result(o outcome) (*Result, error) {
 		}
 	}
 	switch {
+	case o.refused != nil:
+		res.Status, res.ExitCode, res.Reason = StatusFailed, billing.ExitStatus, o.refused.Error()
+		res.Stderr, res.Cause = res.Reason, o.refused
+		return res, o.refused
 	case o.cancelled:
 		// Whatever the CLI reported after our interrupt, we cancelled it.
 		res.Status, res.ExitCode, res.Stderr = StatusCancelled, 130, "Cancelled"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/ndjson"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
@@ -45,9 +46,10 @@ type run struct {
 
 	approvalCtx    context.Context // ends on interrupt and exit: no approval outlives the run
 	cancelApproval context.CancelFunc
-	handlers       sync.WaitGroup // control-request handlers
-	gotOutput      chan struct{}  // closed at the first stdout line
-	resultSeen     chan struct{}  // closed at the result line
+	handlers       sync.WaitGroup             // control-request handlers
+	gotOutput      chan struct{}              // closed at the first stdout line
+	resultSeen     chan struct{}              // closed at the result line
+	refused        chan *billing.RefusedError // the billing guard's refusal, to the loop (capacity 1)
 
 	act activity // the CLI's output and what it waits for, for the watchdog
 	wd  watchdog // the watchdog's timers, owned by the loop
@@ -86,7 +88,7 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 		return failed(start, err), err
 	}
 	r := &run{e: e, req: req, obs: obs, approver: approver,
-		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}),
+		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}), refused: make(chan *billing.RefusedError, 1),
 		lv: liveLoop{inputs: req.Inputs, busy: !req.Idle, started: 1}, turns: newTurnSignal(), w: newStdinWriter(), spool: req.Spool}
 	if req.Idle {
 		r.lv.started = 0
@@ -215,6 +217,10 @@ func (r *run) begin() {
 	if mode == "" {
 		info.held = first
 	}
+	if r.guarding() {
+		// Every user message waits for the billing verdict (billing.go).
+		r.w.hold()
+	}
 	steps := []func() error{
 		func() error {
 			_, err := r.peer.call(streamjson.InitializeRequest{Hooks: hooks(r.req)}, info.initialized)
@@ -229,7 +235,11 @@ func (r *run) begin() {
 		steps = append(steps, func() error {
 			return r.setStartMode(mode)
 		})
-		if first != nil {
+		switch {
+		case first == nil:
+		case r.guarding():
+			r.w.add(writeOp{write: func() error { return r.peer.writeLine(first) }})
+		default:
 			steps = append(steps, func() error { return r.peer.writeLine(first) })
 		}
 	}
@@ -250,6 +260,7 @@ type outcome struct {
 	why       string // with cancelled: the cancel's cause, for people
 	by        wire.By
 	timedOut  bool
+	refused   *billing.RefusedError // the billing guard stopped the run before its first API request
 }
 
 // supervise waits for the CLI to exit, enforcing the startup timeout and
@@ -285,6 +296,9 @@ func (r *run) supervise(ctx context.Context, exited <-chan *os.ProcessState) out
 			r.onIdle()
 		case st := <-exited:
 			return outcome{state: st}
+		case refused := <-r.refused:
+			// Nothing but control requests reached the CLI: stop it.
+			return outcome{state: r.kill(exited, r.e.opts.SignalGap), refused: refused}
 		case <-gotOutput:
 			startup.Stop()
 			gotOutput = nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 	"github.com/claude-relay/claude-relay/internal/wire"
@@ -119,6 +120,10 @@ const (
 	// EventTurnDropped: a queued send was dropped before it ran (an
 	// InputInterrupt with DropQueued): Interaction.
 	EventTurnDropped
+	// EventBilling: the CLI's answer to initialize said where its
+	// credentials come from: Billing, and BillingErr (a
+	// *billing.RefusedError) when claude.billing refuses it. Once per run.
+	EventBilling
 )
 
 // Event is one thing that happened in a run, reported in order.
@@ -145,6 +150,9 @@ type Event struct {
 	Modes       []streamjson.PermissionMode
 	Mode        streamjson.PermissionMode // EventModeChanged; EventSessionInfo: the mode the run starts in
 	Interaction string                    // EventTurnStarted, EventTurnDropped: the InputSend's Interaction
+	Billing     billing.Source            // EventBilling
+	BillingErr  error                     // EventBilling: the guard's refusal, or nil
+	Policy      billing.Policy            // EventBilling: claude.billing
 }
 
 // Observer receives a run's events from the run's reader goroutines (stdout

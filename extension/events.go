@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/streamjson"
 )
@@ -73,9 +74,16 @@ func EventsOf(e relay.Event) []Event {
 		default:
 			ev.Event = EventRunFailed
 		}
-		if e.Live == 0 {
-			return []Event{ev, {Event: EventState, State: StateIdle}}
+		out := []Event{ev}
+		if errors.Is(end.Cause, billing.ErrRefused) {
+			// Told as an error first, so a client that shows errors but
+			// not failed runs' reasons says why nothing ran.
+			out = []Event{{Event: EventError, RunID: e.RunID, SessionID: e.SessionID, Code: CodeBillingRefused, Message: end.Reason}, ev}
 		}
+		if e.Live == 0 {
+			return append(out, Event{Event: EventState, State: StateIdle})
+		}
+		return out
 	default:
 		return nil
 	}

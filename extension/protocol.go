@@ -226,4 +226,7 @@ const (
 	// CodeNotBackend: backend.url answers, but not as a claude-relay
 	// backend (a web server's page, a redirect, a 404): events stay spooled.
 	CodeNotBackend = "not_backend"
+	// CodeBillingRefused: claude.billing stopped a run before its first API
+	// request (issue 26; the run_failed that follows says the same).
+	CodeBillingRefused = "billing_refused"
 )

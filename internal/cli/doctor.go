@@ -83,6 +83,7 @@ func runDoctor(ctx context.Context, a *App, o doctorOptions) error {
 	} else {
 		findings = append(findings, checkBackend(ctx, a), checkSpool(a))
 	}
+	findings = append(findings, checkBilling(ctx, a))
 	if printFindings(a, findings) > 0 {
 		return &ExitError{Code: exitFailure}
 	}

@@ -40,19 +40,28 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	} else {
 		info.path, info.version = res.Path, res.Version
 	}
-	var env []string
-	if a.Environ != nil {
-		env = a.Environ()
-	}
-	e := executor.New(executor.Options{
-		CLIPath: info.path, BaseCommand: c.Claude.Command, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env,
-		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, StallTimeout: c.Claude.StallTimeout, ApprovalTimeout: c.Approvals.Timeout,
-		Registry: new(a.runRegistry()), Logger: a.log,
-	})
+	opts := a.executorOptions(info)
+	opts.Registry = new(a.runRegistry())
+	e := executor.New(opts)
 	if rep, err := e.CleanupOrphans(dctx); err != nil || rep.Killed > 0 {
 		a.log.Warn("cleaned up after a crashed helper", "killed", rep.Killed, "stale_runs", rep.Stale, "err", err)
 	}
 	return e, info
+}
+
+// executorOptions are the executor's options from the configuration, for
+// the CLI info found (no run registry: newExecutor adds it).
+func (a *App) executorOptions(info cliInfo) executor.Options {
+	c := a.loaded.Config
+	var env []string
+	if a.Environ != nil {
+		env = a.Environ()
+	}
+	return executor.Options{
+		CLIPath: info.path, BaseCommand: c.Claude.Command, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env,
+		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, StallTimeout: c.Claude.StallTimeout, ApprovalTimeout: c.Approvals.Timeout,
+		Logger: a.log, Billing: c.Claude.Billing,
+	}
 }
 
 // helper is what a front end runs on: the host (internal/host: the run

@@ -126,6 +126,8 @@ func (r *Run) Event(e executor.Event) {
 		r.event(Event{Kind: KindStalled, Text: e.Text, Seconds: e.Seconds})
 	case executor.EventSessionInfo:
 		r.event(Event{Kind: KindSessionInfo, Info: e.SessionInfo, Modes: e.Modes, Mode: string(e.Mode)})
+	case executor.EventBilling:
+		r.billing(e)
 	case executor.EventModeChanged:
 		r.forward(wire.TypeModeChanged, wire.ModeChanged{RunID: r.id, PermissionMode: string(e.Mode)})
 		r.event(Event{Kind: KindModeChanged, Mode: string(e.Mode)})

@@ -558,7 +558,8 @@ export interface ErrorEvent {
     | "not_live"
     | "cli_refused"
     | "not_backend"
-    | "budget_exhausted";
+    | "budget_exhausted"
+    | "billing_refused";
   message: string;
   [k: string]: unknown | undefined;
 }

@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/billing"
+	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 

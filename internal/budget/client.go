@@ -8,10 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
+
+	"github.com/claude-relay/claude-relay/internal/fsutil"
 )
 
 // Offline is what a helper does when it cannot ask the backend
@@ -47,6 +50,10 @@ type ClientOptions struct {
 	Token     func() string
 	Offline   Offline       // OfflineAllow when empty
 	Timeout   time.Duration // of one check (5s): a run waits this long at most
+	// CacheFile keeps the last answer (which projects have budgets), so
+	// that a backend out of reach says nothing about a project no budget
+	// covered when it was last asked; "" keeps none.
+	CacheFile string
 	Transport http.RoundTripper
 	Logger    *slog.Logger
 }
@@ -100,16 +107,66 @@ func (c *Client) Check(ctx context.Context, cwd string) (Grant, error) {
 	}
 	resp, err := c.fetch(ctx)
 	if err != nil {
+		if last, ok := c.cached(); ok && !coversAny(last, cwd) {
+			return Grant{}, nil // no budget covered it when last asked: nothing to hold
+		}
 		if c.o.Offline == OfflineDeny {
 			return Grant{}, fmt.Errorf("%w: %w; refusing the run because budgets.offline is deny (set it to allow to run unchecked)", ErrUnchecked, err)
 		}
-		c.o.Logger.Warn("budgets: cannot ask the backend; running without a budget check (budgets.offline: allow)", "err", err)
-		return Grant{Unchecked: err}, nil
+		return Grant{Unchecked: err}, nil // the run core says so, once
 	}
-	if resp == nil {
-		return Grant{}, nil
+	var budgets []Status
+	if resp != nil {
+		budgets = resp.Budgets
 	}
-	return Decide(resp.Budgets, cwd)
+	c.remember(budgets)
+	return Decide(budgets, cwd)
+}
+
+// cache is CacheFile's content: the budgets as this backend last listed
+// them.
+type cache struct {
+	URL     string   `json:"url"`
+	Budgets []Status `json:"budgets"`
+}
+
+// remember keeps the answer for offline checks; failing to is only logged.
+func (c *Client) remember(budgets []Status) {
+	if c.o.CacheFile == "" {
+		return
+	}
+	b, err := json.Marshal(cache{URL: c.o.URL, Budgets: budgets})
+	if err == nil {
+		err = fsutil.WriteFileAtomic(c.o.CacheFile, b)
+	}
+	if err != nil {
+		c.o.Logger.Debug("budgets: cannot keep the last answer", "err", err)
+	}
+}
+
+// cached is the last answer of this backend, if one is kept.
+func (c *Client) cached() ([]Status, bool) {
+	if c.o.CacheFile == "" {
+		return nil, false
+	}
+	b, err := os.ReadFile(c.o.CacheFile)
+	if err != nil {
+		return nil, false
+	}
+	var last cache
+	if json.Unmarshal(b, &last) != nil || last.URL != c.o.URL {
+		return nil, false
+	}
+	return last.Budgets, true
+}
+
+func coversAny(budgets []Status, cwd string) bool {
+	for _, b := range budgets {
+		if Covers(b.Project, cwd) {
+			return true
+		}
+	}
+	return false
 }
 
 // Decide is the check of cwd against budgets: the first exhausted budget

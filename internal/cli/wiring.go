@@ -172,7 +172,8 @@ func (a *App) extensionServer(h *helper) *extension.Server {
 // token, for the budgets before each run and turn (issue 26).
 func (a *App) budgetClient(backend *backendConn) *budget.Client {
 	return budget.NewClient(budget.ClientOptions{URL: backend.URL, Token: a.forwarderOptions(backend).Token,
-		Offline: a.loaded.Config.Budgets.Offline, Logger: a.log})
+		Offline: a.loaded.Config.Budgets.Offline, Logger: a.log,
+		CacheFile: filepath.Join(a.loaded.Config.DataDir, "budgets.json")})
 }
 
 // remoteWaiter starts the waiter that answers core's pending approvals with

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/claude-relay/claude-relay/internal/policy"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
@@ -59,6 +60,9 @@ type Serve struct {
 	// through when its sending process cannot be checked for a run (a
 	// reverse proxy on this host, another user, no /proc); false: refused.
 	AllowUncheckedLocalDecisions bool
+	// Policy is serve.policy: the central tool policy helpers fetch
+	// (GET /api/policy) and enforce; nil: none.
+	Policy []policy.Rule
 }
 
 // ServeToken is one serve.tokens entry: a token serve accepts, with a name

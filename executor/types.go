@@ -119,6 +119,9 @@ const (
 	// EventTurnDropped: a queued send was dropped before it ran (an
 	// InputInterrupt with DropQueued): Interaction.
 	EventTurnDropped
+	// EventPolicyDecision: the central policy decided a tool call (allow,
+	// deny), or an ask it raised was answered: Policy.
+	EventPolicyDecision
 )
 
 // Event is one thing that happened in a run, reported in order.
@@ -145,6 +148,7 @@ type Event struct {
 	Modes       []streamjson.PermissionMode
 	Mode        streamjson.PermissionMode // EventModeChanged; EventSessionInfo: the mode the run starts in
 	Interaction string                    // EventTurnStarted, EventTurnDropped: the InputSend's Interaction
+	Policy      *wire.PolicyDecision      // EventPolicyDecision
 }
 
 // Observer receives a run's events from the run's reader goroutines (stdout
@@ -171,6 +175,17 @@ type ApprovalRequest struct {
 	ToolUseID   string
 	Description string
 	Suggestions json.RawMessage // the CLI's permission_suggestions, as it sent them
+	// Policy, when the central policy asked for this approval: its rule,
+	// reason and approver. With approver dashboard, only a decision made
+	// in the dashboard may answer it (relay refuses the others).
+	Policy *PolicyAskInfo
+}
+
+// PolicyAskInfo is the central policy's rule behind an approval.
+type PolicyAskInfo struct {
+	Rule     string
+	Reason   string
+	Approver string // "" anyone the run asks; "dashboard" only the dashboard
 }
 
 // Decision answers an ApprovalRequest.

@@ -127,6 +127,12 @@ type Event struct {
 	Options     []wire.Decision `json:"options,omitempty"`
 	Suggestions json.RawMessage `json:"suggestions,omitempty"`
 	Questions   json.RawMessage `json:"questions,omitempty"`
+	// Approver "dashboard" (approval_requested): the central policy lets
+	// only the dashboard decide; approve answers policy_denied. PolicyRule
+	// and PolicyReason name the rule that asked.
+	Approver     string `json:"approver,omitempty"`
+	PolicyRule   string `json:"policy_rule,omitempty"`
+	PolicyReason string `json:"policy_reason,omitempty"`
 
 	// run_completed / run_failed / run_cancelled
 	Result         *Result  `json:"result,omitempty"`
@@ -222,4 +228,8 @@ const (
 	// CodeNotBackend: backend.url answers, but not as a claude-relay
 	// backend (a web server's page, a redirect, a 404): events stay spooled.
 	CodeNotBackend = "not_backend"
+	// CodePolicyDenied: the central policy (serve.policy) forbids what the
+	// client tried, such as answering an approval only the dashboard may
+	// decide.
+	CodePolicyDenied = "policy_denied"
 )

@@ -26,7 +26,7 @@ type cliInfo struct {
 
 // newExecutor finds the CLI and builds the executor; it also kills what a
 // crashed helper left behind, once, at start.
-func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
+func (a *App) newExecutor(ctx context.Context, pol *policySource) (*executor.Executor, cliInfo) {
 	c := a.loaded.Config
 	var info cliInfo
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -46,7 +46,7 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	e := executor.New(executor.Options{
 		CLIPath: info.path, BaseCommand: c.Claude.Command, Model: c.Claude.Model, Args: c.Claude.Args, BaseEnv: env,
 		Env: c.Claude.Env, RemoveAPIKey: c.Claude.DisableAPIKey, StartupTimeout: c.Claude.StartupTimeout, StallTimeout: c.Claude.StallTimeout, ApprovalTimeout: c.Approvals.Timeout,
-		Registry: new(a.runRegistry()), Logger: a.log,
+		Registry: new(a.runRegistry()), Logger: a.log, Policy: pol,
 	})
 	if rep, err := e.CleanupOrphans(dctx); err != nil || rep.Killed > 0 {
 		a.log.Warn("cleaned up after a crashed helper", "killed", rep.Killed, "stale_runs", rep.Stale, "err", err)
@@ -72,7 +72,8 @@ type helper struct {
 // close ends it. With requireCLI, a missing CLI is an error before the
 // backend and the spool are touched; without, the front end reports it.
 func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
-	exec, info := a.newExecutor(ctx)
+	pol := &policySource{}
+	exec, info := a.newExecutor(ctx, pol)
 	if requireCLI && info.err != "" {
 		return nil, fmt.Errorf("cannot run the Claude CLI: %s; `claude-relay doctor` says where it looked and how to fix it", info.err)
 	}
@@ -80,6 +81,7 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol.c.Store(a.policyClient(backend))
 	fwd, err := forwarder.Open(a.forwarderOptions(backend))
 	if err != nil {
 		backend.Close()

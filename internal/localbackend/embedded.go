@@ -11,6 +11,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/policy"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
@@ -49,6 +50,8 @@ type Options struct {
 	// NewServer warns when it, or the SQLite database's directory, is open
 	// to other users.
 	DataDir string
+	// Policy is serve.policy (GET /api/policy); nil: none.
+	Policy []policy.Rule
 	// AllowedHosts is serve.allowed_hosts; NotifyIncludeInput is
 	// serve.notify_include_input.
 	AllowedHosts       []string
@@ -92,6 +95,7 @@ func NewServer(st store.Store, o Options) *backend.Server {
 		StateDir: o.DataDir, AllowedHosts: o.AllowedHosts, NotifyIncludeInput: o.NotifyIncludeInput,
 		MaxEventBytes: o.MaxEventBytes, MaxBatchBytes: o.MaxBatchBytes, MaxStreamsPerToken: o.MaxStreamsPerToken,
 		ServeTokens: func() []config.ServeToken { return acceptedTokens(o) },
+		Policy:      o.Policy,
 		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL, AllowUncheckedLocal: o.AllowUncheckedLocal})
 }
 

@@ -108,3 +108,14 @@ func questionReply(optionID string, qs []wire.Question) relay.Reply {
 	b, _ := json.Marshal(answers)
 	return relay.Reply{Decision: wire.DecisionAllow, Answers: b}
 }
+
+// dashboardOnlyText tells the ACP client that an approval waits for the
+// dashboard (serve.policy's approver: dashboard).
+func dashboardOnlyText(ap *relay.Approval) string {
+	t := fmt.Sprintf("%s waits for the dashboard: the central policy (rule %s) lets only an approve-scope token there decide.",
+		ap.Title, ap.Policy.Rule)
+	if ap.Policy.Reason != "" {
+		t += " " + ap.Policy.Reason
+	}
+	return t
+}

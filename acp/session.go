@@ -243,6 +243,13 @@ func (s *session) Event(e relay.Event) {
 		})
 	case relay.KindApprovalRequested:
 		ap := e.Approval
+		if ap.DashboardOnly() {
+			// The central policy lets only the dashboard decide: a
+			// permission request the client could answer would be refused,
+			// so the client is told, not asked (README: central policy).
+			s.out.push(func() { s.send(acpsdk.UpdateAgentMessageText("\n" + dashboardOnlyText(ap) + "\n")) })
+			return
+		}
 		ctx, cancel := context.WithCancel(s.a.ctx)
 		s.mu.Lock()
 		s.perms[ap.ID] = cancel

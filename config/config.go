@@ -7,6 +7,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/budget"
+	"github.com/claude-relay/claude-relay/internal/policy"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
@@ -64,6 +65,9 @@ type Serve struct {
 	AllowUncheckedLocalDecisions bool
 	// Budgets are the spend caps (serve.budgets, issue 26; budgets.go).
 	Budgets []budget.Rule
+	// Policy is serve.policy: the central tool policy helpers fetch
+	// (GET /api/policy) and enforce; nil: none.
+	Policy []policy.Rule
 }
 
 // ServeToken is one serve.tokens entry: a token serve accepts, with a name

@@ -111,6 +111,7 @@ var keys = []key{
 		c.Serve.AllowedHosts = h
 		return err
 	}},
+	policyKey,
 	{name: "serve.max_event_bytes", def: constant("8MiB"), apply: func(c *Config, raw any) error {
 		n, err := byteSize(raw)
 		if err == nil && n < minMaxEventBytes {

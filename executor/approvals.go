@@ -60,6 +60,8 @@ func (r *run) hookAnswer(ctx context.Context, cb *streamjson.HookCallbackRequest
 	switch cb.CallbackID {
 	case callbackApproval:
 		return streamjson.PreToolUseDecision(streamjson.HookDecisionAsk, "claude-relay asks the user")
+	case callbackPolicy:
+		return r.policyAnswer(ctx, cb)
 	case callbackStopGit:
 		in := cb.HookInput()
 		if in.StopHookActive || !r.uncommitted(ctx) {
@@ -84,6 +86,17 @@ func (r *run) uncommitted(ctx context.Context) bool {
 // allowed (a plan into acceptEdits); otherwise the Approver decides tools
 // when approvals are on, and always decides plans and questions.
 func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUseToolRequest) streamjson.PermissionResult {
+	pa, policyAsks := r.takePolicyAsk(c.ToolUseID)
+	if policyAsks {
+		// The policy's ask outranks the mode (bypass is emulated by
+		// allowing here) and approvals being off.
+		if r.approver == nil {
+			r.policyResolved(pa, c, "", false, wire.ByCancelled)
+			return streamjson.PermissionDeny(PolicyDenial(pa.match)+" (nobody can be asked in this run)", false)
+		}
+		res := r.ask(ctx, requestID, c, &pa)
+		return res
+	}
 	if r.approver == nil || !(r.asking.Load() || asksUser(c.ToolName)) {
 		res := allowed(c, Decision{Allow: true})
 		for _, u := range res.UpdatedPermissions {
@@ -91,6 +104,12 @@ func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUse
 		}
 		return res
 	}
+	return r.ask(ctx, requestID, c, nil)
+}
+
+// ask has the Approver decide a can_use_tool request; pa is the central
+// policy's ask behind it, if any.
+func (r *run) ask(ctx context.Context, requestID string, c *streamjson.CanUseToolRequest, pa *policyAsk) streamjson.PermissionResult {
 	actx, cancel := context.WithTimeout(ctx, r.e.opts.ApprovalTimeout)
 	defer cancel()
 	r.trackApproval(requestID, cancel)
@@ -101,10 +120,24 @@ func (r *run) decide(ctx context.Context, requestID string, c *streamjson.CanUse
 			input = plan
 		}
 	}
-	d, err := r.approver.Approve(actx, ApprovalRequest{
+	areq := ApprovalRequest{
 		RunID: r.req.RunID, ApprovalID: uuid.NewString(), ToolName: c.ToolName, DisplayName: c.DisplayName,
 		Input: input, ToolUseID: c.ToolUseID, Description: c.Description, Suggestions: c.PermissionSuggestions,
-	})
+	}
+	if pa != nil {
+		areq.Policy = &PolicyAskInfo{Rule: pa.match.Rule.Rule, Reason: pa.match.Reason, Approver: string(pa.match.Approver)}
+	}
+	d, err := r.approver.Approve(actx, areq)
+	if pa != nil {
+		by := d.By
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			by = wire.ByTimeout
+		case err != nil:
+			by = wire.ByCancelled
+		}
+		r.policyResolved(*pa, c, areq.ApprovalID, err == nil && d.Allow, by)
+	}
 	switch {
 	case err == nil && d.Allow:
 		res := allowed(c, d)

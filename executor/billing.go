@@ -32,7 +32,7 @@ func (r *run) checkBilling(info json.RawMessage) bool {
 	}
 	src, _ := billing.FromInitialize(info)
 	err := r.e.opts.Billing.Check(src)
-	r.obs.Event(Event{Kind: EventBilling, RunID: r.req.RunID, Time: time.Now(), Billing: src, BillingErr: err, Policy: cmp.Or(r.e.opts.Billing, billing.PolicyAny)})
+	r.obs.Event(Event{Kind: EventBilling, RunID: r.req.RunID, Time: time.Now(), Billing: src, BillingErr: err, BillingPolicy: cmp.Or(r.e.opts.Billing, billing.PolicyAny)})
 	if !r.guarding() {
 		return false
 	}

@@ -40,6 +40,10 @@ type Options struct {
 	StallGrace   time.Duration
 	ExitGrace    time.Duration
 
+	// Policy is the central policy (serve.policy), enforced by a PreToolUse
+	// hook in every run; nil: none (policy.go).
+	Policy PolicySource
+
 	Registry *proc.Registry // records live runs so a later start can kill what a crash left; nil: none
 	Logger   *slog.Logger
 }

@@ -36,6 +36,7 @@ type run struct {
 
 	mu           sync.Mutex
 	approvals    map[string]context.CancelFunc // pending can_use_tool, by control request ID
+	policyAsks   map[string]policyAsk          // tool calls the central policy asks about, by tool_use_id
 	approvalStop approvalStop                  // an approval's deny stopped the turn
 	asking       atomic.Bool                   // the Approver decides tools: Approvals, or a plan approved into default
 	mode         streamjson.PermissionMode     // as the CLI last reported or confirmed it; "" until then
@@ -88,7 +89,8 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 		return failed(start, err), err
 	}
 	r := &run{e: e, req: req, obs: obs, approver: approver,
-		approvals: map[string]context.CancelFunc{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}), refused: make(chan *billing.RefusedError, 1),
+		approvals: map[string]context.CancelFunc{}, policyAsks: map[string]policyAsk{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}),
+		refused: make(chan *billing.RefusedError, 1),
 		lv: liveLoop{inputs: req.Inputs, busy: !req.Idle, started: 1}, turns: newTurnSignal(), w: newStdinWriter(), spool: req.Spool}
 	if req.Idle {
 		r.lv.started = 0
@@ -223,7 +225,7 @@ func (r *run) begin() {
 	}
 	steps := []func() error{
 		func() error {
-			_, err := r.peer.call(streamjson.InitializeRequest{Hooks: hooks(r.req)}, info.initialized)
+			_, err := r.peer.call(streamjson.InitializeRequest{Hooks: r.hooks()}, info.initialized)
 			return err
 		},
 		func() error {

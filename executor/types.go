@@ -124,6 +124,9 @@ const (
 	// credentials come from: Billing, and BillingErr (a
 	// *billing.RefusedError) when claude.billing refuses it. Once per run.
 	EventBilling
+	// EventPolicyDecision: the central policy decided a tool call (allow,
+	// deny), or an ask it raised was answered: Policy.
+	EventPolicyDecision
 )
 
 // Event is one thing that happened in a run, reported in order.
@@ -147,12 +150,13 @@ type Event struct {
 	SessionInfo json.RawMessage // EventSessionInfo (owned by the receiver)
 	// Modes (EventSessionInfo) are the permission modes the CLI says it
 	// takes; nil when it did not say.
-	Modes       []streamjson.PermissionMode
-	Mode        streamjson.PermissionMode // EventModeChanged; EventSessionInfo: the mode the run starts in
-	Interaction string                    // EventTurnStarted, EventTurnDropped: the InputSend's Interaction
-	Billing     billing.Source            // EventBilling
-	BillingErr  error                     // EventBilling: the guard's refusal, or nil
-	Policy      billing.Policy            // EventBilling: claude.billing
+	Modes         []streamjson.PermissionMode
+	Mode          streamjson.PermissionMode // EventModeChanged; EventSessionInfo: the mode the run starts in
+	Interaction   string                    // EventTurnStarted, EventTurnDropped: the InputSend's Interaction
+	Billing       billing.Source            // EventBilling
+	BillingErr    error                     // EventBilling: the guard's refusal, or nil
+	BillingPolicy billing.Policy            // EventBilling: claude.billing
+	Policy        *wire.PolicyDecision      // EventPolicyDecision
 }
 
 // Observer receives a run's events from the run's reader goroutines (stdout
@@ -179,6 +183,17 @@ type ApprovalRequest struct {
 	ToolUseID   string
 	Description string
 	Suggestions json.RawMessage // the CLI's permission_suggestions, as it sent them
+	// Policy, when the central policy asked for this approval: its rule,
+	// reason and approver. With approver dashboard, only a decision made
+	// in the dashboard may answer it (relay refuses the others).
+	Policy *PolicyAskInfo
+}
+
+// PolicyAskInfo is the central policy's rule behind an approval.
+type PolicyAskInfo struct {
+	Rule     string
+	Reason   string
+	Approver string // "" anyone the run asks; "dashboard" only the dashboard
 }
 
 // Decision answers an ApprovalRequest.

@@ -34,6 +34,9 @@ func EventsOf(e relay.Event) []Event {
 		ev.Event, ev.ApprovalID, ev.ToolName, ev.Input, ev.ToolUseID, ev.Title, ev.Message =
 			EventApprovalRequested, a.ID, a.ToolName, a.Input, a.ToolUseID, a.Title, a.Description
 		ev.Kind, ev.Options, ev.Suggestions, ev.Questions = a.Kind, a.Options, a.Suggestions, a.Questions
+		if a.Policy != nil {
+			ev.Approver, ev.PolicyRule, ev.PolicyReason = a.Policy.Approver, a.Policy.Rule, a.Policy.Reason
+		}
 	case relay.KindApprovalCancelled:
 		ev.Event, ev.ApprovalID, ev.Reason = EventApprovalCancelled, e.Approval.ID, e.Reason
 	case relay.KindLimitNotice:

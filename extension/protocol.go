@@ -127,6 +127,12 @@ type Event struct {
 	Options     []wire.Decision `json:"options,omitempty"`
 	Suggestions json.RawMessage `json:"suggestions,omitempty"`
 	Questions   json.RawMessage `json:"questions,omitempty"`
+	// Approver "dashboard" (approval_requested): the central policy lets
+	// only the dashboard decide; approve answers policy_denied. PolicyRule
+	// and PolicyReason name the rule that asked.
+	Approver     string `json:"approver,omitempty"`
+	PolicyRule   string `json:"policy_rule,omitempty"`
+	PolicyReason string `json:"policy_reason,omitempty"`
 
 	// run_completed / run_failed / run_cancelled
 	Result         *Result  `json:"result,omitempty"`
@@ -229,4 +235,8 @@ const (
 	// CodeBillingRefused: claude.billing stopped a run before its first API
 	// request (issue 26; the run_failed that follows says the same).
 	CodeBillingRefused = "billing_refused"
+	// CodePolicyDenied: the central policy (serve.policy) forbids what the
+	// client tried, such as answering an approval only the dashboard may
+	// decide.
+	CodePolicyDenied = "policy_denied"
 )

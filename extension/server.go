@@ -261,6 +261,8 @@ func (s *Server) approve(cmd Command) {
 	err := s.core.Answer(cmd.RunID, cmd.ApprovalID, relay.Reply{Decision: cmd.Decision, Reason: cmd.Reason,
 		UpdatedInput: cmd.UpdatedInput, Answers: cmd.Answers, Interrupt: cmd.Interrupt, By: wire.ByExtension})
 	switch {
+	case errors.Is(err, relay.ErrDashboardOnly):
+		s.emitError(cmd.RequestID, CodePolicyDenied, err.Error())
 	case errors.Is(err, relay.ErrBadReply):
 		s.emitError(cmd.RequestID, CodeBadValue, err.Error())
 	case err != nil:

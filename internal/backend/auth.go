@@ -229,7 +229,7 @@ func requiredScope(r *http.Request) tokens.Scope {
 		return tokens.Approve
 	case r.URL.Path == "/api/approvals/decisions":
 		return tokens.Decisions
-	case r.URL.Path == "/api/whoami":
+	case r.URL.Path == "/api/whoami", r.URL.Path == policyPath: // policy: any helper scope (policy.go)
 		return ""
 	case r.URL.Path == "/api/budgets":
 		return "" // ingest or read: handleBudgets checks (budgets.go)

@@ -15,6 +15,7 @@ import (
 	"github.com/claude-relay/claude-relay/internal/budget"
 	"github.com/claude-relay/claude-relay/internal/dashboard"
 	"github.com/claude-relay/claude-relay/internal/peer"
+	"github.com/claude-relay/claude-relay/internal/policy"
 	"github.com/claude-relay/claude-relay/internal/push"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/tokens"
@@ -94,6 +95,10 @@ type Options struct {
 	budgetWait, bodyFloor time.Duration
 	bodyRate, maxInFlight int64
 	Logger                *slog.Logger // nil: discard
+	// Policy is serve.policy, served at GET /api/policy (policy.go); nil:
+	// no rules. New panics on rules policy.Compile refuses: config checked
+	// them.
+	Policy []policy.Rule
 	// Registry receives the server's metrics. Nil: a new registry with the Go
 	// and process collectors. /metrics serves Registry when it is also a
 	// prometheus.Gatherer (a *prometheus.Registry is), else only our metrics.
@@ -128,6 +133,7 @@ type Server struct {
 	gatherer       prometheus.Gatherer
 	hub            *hub
 	markdown       *markdownRenderer // markdown_render.go; Shutdown waits for its renders
+	policy         *policy.Policy    // policy.go
 	handler        http.Handler
 
 	// heartbeat is defaultHeartbeat; tests shorten it.
@@ -176,6 +182,13 @@ func New(opts Options) *Server {
 		sseFlushInterval: 200 * time.Millisecond,
 	}
 	s.maxEvent, s.maxBatch, s.lim = newLimits(opts)
+	if len(opts.Policy) > 0 {
+		p, err := policy.Compile(opts.Policy)
+		if err != nil {
+			panic("backend.New: " + err.Error())
+		}
+		s.policy = p
+	}
 	if s.tokens == nil {
 		s.tokens = func() []config.Secret { return nil }
 	}
@@ -267,6 +280,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/approvals/decisions", s.handleDecisionsWait)
 	mux.HandleFunc("GET /api/approvals/{id}", s.handleApproval)
 	mux.HandleFunc("POST /api/approvals/{id}/decision", s.handleDecision)
+
+	// Central policy (issue 26).
+	mux.HandleFunc("GET "+policyPath, s.handlePolicy)
 
 	// An unknown API path is a JSON 404; every other unknown page the
 	// dashboard's not-found page.

@@ -65,6 +65,7 @@ func (a *App) localBackendOptions(db string, tok config.Secret) localbackend.Opt
 	serveLimits(&o, a.loaded.Config)
 	// Login key and logouts, and the security review's serve keys.
 	o.DataDir = a.loaded.Config.DataDir
+	o.Policy = a.loaded.Config.Serve.Policy
 	o.AllowedHosts, o.NotifyIncludeInput = a.loaded.Config.Serve.AllowedHosts, a.loaded.Config.Serve.NotifyIncludeInput
 	o.Budgets = a.loaded.Config.Serve.Budgets // issue 26
 	if a.loaded.Config.Backend.Token == "" {

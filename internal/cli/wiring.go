@@ -27,7 +27,7 @@ type cliInfo struct {
 
 // newExecutor finds the CLI and builds the executor; it also kills what a
 // crashed helper left behind, once, at start.
-func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
+func (a *App) newExecutor(ctx context.Context, pol *policySource) (*executor.Executor, cliInfo) {
 	c := a.loaded.Config
 	var info cliInfo
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -42,6 +42,7 @@ func (a *App) newExecutor(ctx context.Context) (*executor.Executor, cliInfo) {
 	}
 	opts := a.executorOptions(info)
 	opts.Registry = new(a.runRegistry())
+	opts.Policy = pol
 	e := executor.New(opts)
 	if rep, err := e.CleanupOrphans(dctx); err != nil || rep.Killed > 0 {
 		a.log.Warn("cleaned up after a crashed helper", "killed", rep.Killed, "stale_runs", rep.Stale, "err", err)
@@ -82,7 +83,8 @@ type helper struct {
 // close ends it. With requireCLI, a missing CLI is an error before the
 // backend and the spool are touched; without, the front end reports it.
 func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
-	exec, info := a.newExecutor(ctx)
+	pol := &policySource{}
+	exec, info := a.newExecutor(ctx, pol)
 	if requireCLI && info.err != "" {
 		return nil, fmt.Errorf("cannot run the Claude CLI: %s; `claude-relay doctor` says where it looked and how to fix it", info.err)
 	}
@@ -90,6 +92,7 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	if err != nil {
 		return nil, err
 	}
+	pol.c.Store(a.policyClient(backend))
 	fwd, err := forwarder.Open(a.forwarderOptions(backend))
 	if err != nil {
 		backend.Close()

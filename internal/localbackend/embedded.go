@@ -12,6 +12,7 @@ import (
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/backend"
 	"github.com/claude-relay/claude-relay/internal/budget"
+	"github.com/claude-relay/claude-relay/internal/policy"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
@@ -53,6 +54,8 @@ type Options struct {
 	// Budgets are serve.budgets (issue 26): the caps GET /api/budgets
 	// reports and helpers hold runs to.
 	Budgets []budget.Rule
+	// Policy is serve.policy (GET /api/policy); nil: none.
+	Policy []policy.Rule
 	// AllowedHosts is serve.allowed_hosts; NotifyIncludeInput is
 	// serve.notify_include_input.
 	AllowedHosts       []string
@@ -97,7 +100,7 @@ func NewServer(st store.Store, o Options) *backend.Server {
 		MaxEventBytes: o.MaxEventBytes, MaxBatchBytes: o.MaxBatchBytes, MaxStreamsPerToken: o.MaxStreamsPerToken,
 		ServeTokens: func() []config.ServeToken { return acceptedTokens(o) },
 		Issued:      o.Issued, NotifyURL: o.NotifyURL, PublicURL: o.PublicURL, AllowUncheckedLocal: o.AllowUncheckedLocal,
-		Budgets: o.Budgets})
+		Budgets: o.Budgets, Policy: o.Policy})
 }
 
 // defaultTokenName names the data dir's token in the record of who did

@@ -12,7 +12,7 @@ import (
 func (r *Run) billing(e executor.Event) {
 	src := e.Billing
 	data := wire.Billing{RunID: r.id, Kind: string(src.Kind), Source: src.Name, SubscriptionType: src.SubscriptionType,
-		Provider: src.Provider, Label: src.Label(), Policy: string(e.Policy)}
+		Provider: src.Provider, Label: src.Label(), Policy: string(e.BillingPolicy)}
 	r.forward(wire.TypeBillingSource, data)
 	if e.BillingErr != nil {
 		data.Message = e.BillingErr.Error()

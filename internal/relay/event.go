@@ -27,6 +27,7 @@ const (
 	KindPartial                           // a token delta (partial messages): Line. Live only: never spooled
 	KindError                             // a request on a live run failed: RequestID, Err
 	KindStalled                           // the CLI went silent mid-turn (watchdog): Text, Seconds; an interrupt follows
+	KindPolicyDecision                    // the central policy decided a tool call: Policy
 )
 
 // Event is one thing a run did, in the order it happened.
@@ -51,6 +52,7 @@ type Event struct {
 	Modes    []streamjson.PermissionMode // KindSessionInfo: the modes the CLI takes; nil when it did not say
 	Mode     string                      // KindModeChanged; KindSessionInfo: the mode the run starts in
 	Seconds  float64                     // KindStalled: how long the CLI was silent
+	Policy   *wire.PolicyDecision        // KindPolicyDecision
 
 	// Live is the number of live runs once this event is delivered, for
 	// KindStarted and KindEnded: front ends that show an idle/busy state
@@ -70,7 +72,14 @@ type Approval struct {
 	Options     []wire.Decision // what the decision may be
 	Suggestions json.RawMessage // the CLI's permission_suggestions
 	Questions   json.RawMessage // AskUserQuestion's questions, for a question
+	// Policy is the central policy's rule that asked, if any; with
+	// approver dashboard only the dashboard may decide (ErrDashboardOnly).
+	Policy *executor.PolicyAskInfo
 }
+
+// DashboardOnly says whether only a decision made in the dashboard may
+// answer the approval (serve.policy's approver: dashboard).
+func (a *Approval) DashboardOnly() bool { return a.Policy != nil && a.Policy.Approver == "dashboard" }
 
 // End is how a run ended.
 type End struct {
@@ -96,3 +105,24 @@ type SinkFunc func(Event)
 
 // Event calls f.
 func (f SinkFunc) Event(e Event) { f(e) }
+
+func (a *Approval) approver() string {
+	if a.Policy == nil {
+		return ""
+	}
+	return a.Policy.Approver
+}
+
+func (a *Approval) policyRule() string {
+	if a.Policy == nil {
+		return ""
+	}
+	return a.Policy.Rule
+}
+
+func (a *Approval) policyReason() string {
+	if a.Policy == nil {
+		return ""
+	}
+	return a.Policy.Reason
+}

@@ -35,10 +35,19 @@ type Reply struct {
 // ErrBadReply: the reply does not fit its approval, which stays pending.
 var ErrBadReply = errors.New("approval answer refused")
 
+// ErrDashboardOnly: the central policy says only the dashboard decides this
+// approval (approver: dashboard); it stays pending. It is an ErrBadReply too.
+var ErrDashboardOnly = fmt.Errorf("%w: the central policy lets only the dashboard decide this approval", ErrBadReply)
+
 // decision checks rep against a and turns it into the executor's Decision.
 func (rep Reply) decision(a *Approval) (executor.Decision, error) {
 	bad := func(format string, args ...any) (executor.Decision, error) {
 		return executor.Decision{}, fmt.Errorf("%w: %s; approval %s is still pending", ErrBadReply, fmt.Sprintf(format, args...), a.ID)
+	}
+	if a.DashboardOnly() && rep.By != wire.ByDashboard {
+		// By is set by the helper for each front end, never by a client.
+		return executor.Decision{}, fmt.Errorf("%w (rule %s); approval %s is still pending: decide it in the dashboard with an approve-scope token",
+			ErrDashboardOnly, a.Policy.Rule, a.ID)
 	}
 	answers, err := wire.CheckReply(a.Kind, a.Options, rep.Decision, rep.UpdatedInput, rep.Answers)
 	if err != nil {

@@ -122,6 +122,9 @@ func (r *Run) Event(e executor.Event) {
 		if r.live != nil {
 			r.turnDropped(e.Interaction)
 		}
+	case executor.EventPolicyDecision:
+		r.forward(wire.TypePolicyDecision, *e.Policy)
+		r.event(Event{Kind: KindPolicyDecision, Policy: e.Policy})
 	case executor.EventStalled:
 		r.event(Event{Kind: KindStalled, Text: e.Text, Seconds: e.Seconds})
 	case executor.EventSessionInfo:
@@ -155,7 +158,7 @@ func (r *Run) Approve(ctx context.Context, req executor.ApprovalRequest) (execut
 	// before anyone (the dashboard among them) can decide it.
 	r.forward(wire.TypeApprovalRequested, wire.ApprovalRequested{RunID: r.id, ApprovalID: a.ID, Kind: a.Kind,
 		ToolName: a.ToolName, Title: a.Title, Input: a.Input, ToolUseID: a.ToolUseID, Options: a.Options,
-		Suggestions: a.Suggestions})
+		Suggestions: a.Suggestions, Approver: a.approver(), PolicyRule: a.policyRule(), PolicyReason: a.policyReason()})
 	r.mu.Lock()
 	r.pending[req.ApprovalID] = pendingApproval{a: a, ch: ch}
 	r.c.approvalAsked(r.id, req.ApprovalID)
@@ -208,7 +211,7 @@ func (r *Run) resolved(a *Approval, ans answer) executor.Decision {
 func approvalOf(req executor.ApprovalRequest) *Approval {
 	a := &Approval{ID: req.ApprovalID, Kind: wire.ApprovalTool, ToolName: req.ToolName, Input: req.Input,
 		ToolUseID: req.ToolUseID, Title: tooltitle.Full(req.ToolName, req.Input), Description: req.Description,
-		Suggestions: req.Suggestions}
+		Suggestions: req.Suggestions, Policy: req.Policy}
 	switch req.ToolName {
 	case "ExitPlanMode":
 		a.Kind = wire.ApprovalPlan

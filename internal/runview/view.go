@@ -427,6 +427,12 @@ func (v *View) autoAllows(tool string) bool {
 // --approvals without a terminal, but plans and questions ask whatever
 // --approvals says: without a terminal they are sent back, never approved.
 func (v *View) approve(ev extension.Event) {
+	if ev.Approver == "dashboard" {
+		// The central policy lets only the dashboard decide: say so and
+		// wait; the run goes on when the dashboard answers.
+		v.Line(dashboardOnlyLine(ev))
+		return
+	}
 	answer := func(rep relay.Reply) {
 		rep.By = wire.ByTTY
 		// A gone approval (cancelled, timed out) needs no answer.
@@ -588,4 +594,15 @@ func short(id string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// dashboardOnlyLine tells the terminal that an approval waits for the
+// dashboard (serve.policy's approver: dashboard).
+func dashboardOnlyLine(ev extension.Event) string {
+	line := fmt.Sprintf("%s waits for the dashboard: the central policy (rule %s) lets only an approve-scope token there decide",
+		firstNonBlank(ev.Title, ev.ToolName), ev.PolicyRule)
+	if ev.PolicyReason != "" {
+		line += " (" + ev.PolicyReason + ")"
+	}
+	return line
 }

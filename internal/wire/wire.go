@@ -89,6 +89,11 @@ type ApprovalRequested struct {
 	ToolUseID   string          `json:"tool_use_id,omitempty"`
 	Options     []Decision      `json:"options"`
 	Suggestions json.RawMessage `json:"suggestions,omitempty"`
+	// The central policy's rule that asked (policy.go): approver
+	// "dashboard" means only the dashboard may decide.
+	Approver     string `json:"approver,omitempty"`
+	PolicyRule   string `json:"policy_rule,omitempty"`
+	PolicyReason string `json:"policy_reason,omitempty"`
 }
 
 // ApprovalResolved is relay.approval_resolved's data: the decision and who

@@ -420,6 +420,18 @@ export interface ApprovalRequestedEvent {
         [k: string]: unknown | undefined;
       };
   /**
+   * Set when the central policy (serve.policy) lets only the dashboard decide: show the request, but approve is answered with an error of code policy_denied.
+   */
+  approver?: "dashboard";
+  /**
+   * The central policy rule that asked for this approval.
+   */
+  policy_rule?: string;
+  /**
+   * That rule's reason, for the user.
+   */
+  policy_reason?: string;
+  /**
    * The model's own description of the call, when the CLI gave one.
    */
   message?: string;
@@ -559,7 +571,8 @@ export interface ErrorEvent {
     | "cli_refused"
     | "not_backend"
     | "budget_exhausted"
-    | "billing_refused";
+    | "billing_refused"
+    | "policy_denied";
   message: string;
   [k: string]: unknown | undefined;
 }

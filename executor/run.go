@@ -91,7 +91,7 @@ func (e *Executor) Run(ctx context.Context, req Request, obs Observer, approver 
 	r := &run{e: e, req: req, obs: obs, approver: approver,
 		approvals: map[string]context.CancelFunc{}, policyAsks: map[string]policyAsk{}, gotOutput: make(chan struct{}), resultSeen: make(chan struct{}),
 		refused: make(chan *billing.RefusedError, 1),
-		lv: liveLoop{inputs: req.Inputs, busy: !req.Idle, started: 1}, turns: newTurnSignal(), w: newStdinWriter(), spool: req.Spool}
+		lv:      liveLoop{inputs: req.Inputs, busy: !req.Idle, started: 1}, turns: newTurnSignal(), w: newStdinWriter(), spool: req.Spool}
 	if req.Idle {
 		r.lv.started = 0
 	}

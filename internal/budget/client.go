@@ -47,9 +47,9 @@ var ErrUnchecked = errors.New("cannot check the budgets")
 type ClientOptions struct {
 	URL string // the backend's base URL; empty: no checks (every run allowed)
 	// Token is the backend token, read for every request.
-	Token     func() string
-	Offline   Offline       // OfflineAllow when empty
-	Timeout   time.Duration // of one check (5s): a run waits this long at most
+	Token   func() string
+	Offline Offline       // OfflineAllow when empty
+	Timeout time.Duration // of one check (5s): a run waits this long at most
 	// CacheFile keeps the last answer (which projects have budgets), so
 	// that a backend out of reach says nothing about a project no budget
 	// covered when it was last asked; "" keeps none.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -345,6 +346,11 @@ func (s *session) prompt(ctx context.Context, blocks []acpsdk.ContentBlock, arri
 	}
 	if err := s.a.opts.Core.Send("", runID, t.inter, relay.Message{Content: content, Record: &rec}); err != nil {
 		s.clearTurn(t)
+		if errors.Is(err, relay.ErrCancelled) {
+			// session/cancel came while it was being checked: cancelled
+			// with the rest, never run.
+			return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonCancelled}, nil
+		}
 		return acpsdk.PromptResponse{}, errOf(err)
 	}
 	queued = true

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -62,6 +64,9 @@ type ClientOptions struct {
 type Client struct {
 	o      ClientOptions
 	client *http.Client
+
+	mu   sync.Mutex
+	kept []byte // what CacheFile holds, as last written: unchanged answers are not written again
 }
 
 // NewClient returns a Client.
@@ -135,9 +140,19 @@ func (c *Client) remember(budgets []Status) {
 	if c.o.CacheFile == "" {
 		return
 	}
-	b, err := json.Marshal(cache{URL: c.o.URL, Budgets: budgets})
-	if err == nil {
-		err = fsutil.WriteFileAtomic(c.o.CacheFile, b)
+	// Only which projects have budgets matters offline; the figures
+	// change with every run and need no write.
+	keep := make([]Status, len(budgets))
+	for i, b := range budgets {
+		keep[i] = Status{Project: b.Project, Period: b.Period, CapUSD: b.CapUSD}
+	}
+	b, err := json.Marshal(cache{URL: c.o.URL, Budgets: keep})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil && !bytes.Equal(b, c.kept) {
+		if err = fsutil.WriteFileAtomic(c.o.CacheFile, b); err == nil {
+			c.kept = b
+		}
 	}
 	if err != nil {
 		c.o.Logger.Debug("budgets: cannot keep the last answer", "err", err)

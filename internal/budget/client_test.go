@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -52,5 +54,35 @@ func TestClientCheck(t *testing.T) {
 	}
 	if g, err := NewClient(ClientOptions{}).Check(context.Background(), "/w/app"); err != nil || g.Limited {
 		t.Errorf("no URL: %+v, %v", g, err)
+	}
+}
+
+// A backend out of reach says nothing about a project no budget covered
+// when it was last asked; a covered one falls to budgets.offline.
+func TestClientOfflineCache(t *testing.T) {
+	var down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		json.NewEncoder(w).Encode(Response{Budgets: []Status{{Project: "paid", Period: Day, CapUSD: 5, RemainingUSD: 5, State: OK}}}) //nolint:errcheck
+	}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "budgets.json")
+	c := NewClient(ClientOptions{URL: srv.URL, CacheFile: file, Offline: OfflineDeny})
+	if g, err := c.Check(context.Background(), "/w/free"); err != nil || g.Limited {
+		t.Fatalf("online: %+v, %v", g, err)
+	}
+	down.Store(true)
+	if g, err := c.Check(context.Background(), "/w/free"); err != nil || g.Unchecked != nil {
+		t.Errorf("offline, no budget covered it: %+v, %v; want a plain grant", g, err)
+	}
+	if _, err := c.Check(context.Background(), "/w/paid"); !errors.Is(err, ErrUnchecked) {
+		t.Errorf("offline, a budget covers it: %v; want budgets.offline's refusal", err)
+	}
+	other := NewClient(ClientOptions{URL: "http://127.0.0.1:1", CacheFile: file, Offline: OfflineDeny})
+	if _, err := other.Check(context.Background(), "/w/free"); !errors.Is(err, ErrUnchecked) {
+		t.Errorf("another backend's cache was trusted: %v", err)
 	}
 }

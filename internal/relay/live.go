@@ -18,6 +18,9 @@ import (
 var (
 	ErrNotLive = errors.New("not a keep_alive run")
 	ErrEnded   = errors.New("the run is ending")
+	// ErrCancelled is a Send that CancelTurns overtook: the turns were
+	// cancelled while it was being checked, so it was never queued.
+	ErrCancelled = errors.New("the turns were cancelled before this message was queued")
 )
 
 // inputs is how many inputs may wait for a live run's executor loop.
@@ -32,6 +35,10 @@ type live struct {
 	pending map[string]wire.PromptRecord // by interaction: sends whose turn has not started
 	turns   int
 	ending  bool
+	// cancels counts CancelTurns (under Run.sendMu): a Send that began
+	// before one is cancelled with the turns queued then, however long its
+	// own checks (the budgets) took.
+	cancels int
 }
 
 // Message is what Send writes to a live run: a text, content blocks, or
@@ -53,6 +60,9 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 	if err != nil {
 		return err
 	}
+	r.sendMu.Lock()
+	gen := r.live.cancels
+	r.sendMu.Unlock()
 	msg, err := content.Prepare(m.Prompt, m.Content, r.lc.Frame().Cwd, content.Limits{})
 	if err != nil {
 		return refuse(RefuseBadValue, "%v", err)
@@ -67,6 +77,12 @@ func (c *Core) Send(requestID, runID, interactionID string, m Message) error {
 	}
 	if interactionID == "" {
 		interactionID = uuid.NewString()
+	}
+	// Queued under sendMu, so a CancelTurns is wholly before or after it.
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	if r.live.cancels != gen {
+		return fmt.Errorf("run %q: %w", runID, ErrCancelled)
 	}
 	r.mu.Lock()
 	if r.live.ending {
@@ -101,6 +117,11 @@ func (c *Core) CancelTurns(runID string, by wire.By) error {
 	r, err := c.run(runID)
 	if err != nil {
 		return err
+	}
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	if r.live != nil {
+		r.live.cancels++
 	}
 	return r.input("", executor.Input{Kind: executor.InputInterrupt, By: by, DropQueued: true})
 }

@@ -27,6 +27,7 @@ type Run struct {
 	in      chan executor.Input // the executor's Inputs
 	live    *live               // keep_alive runs only
 	waiters sync.WaitGroup      // waits for inputs' outcomes
+	sendMu  sync.Mutex          // orders a live Send's queueing against CancelTurns
 
 	mu      sync.Mutex
 	pending map[string]pendingApproval // approvals by ID

@@ -153,8 +153,19 @@ func startAgent(t *testing.T, script mockapi.Script) *agentEnv {
 
 func startAgentWith(t *testing.T, cli *realcli.CLI, api *mockapi.Server, cwd string) *agentEnv {
 	t.Helper()
-	e := executor.New(executor.Options{CLIPath: cli.Path, BaseEnv: cli.Env(t, api.URL()), SignalGap: 500 * time.Millisecond,
-		InterruptGrace: 2 * time.Second, ApprovalTimeout: time.Minute})
+	return startAgentExec(t, cli, api, cwd, nil)
+}
+
+// startAgentExec is startAgentWith with the executor's options changed by
+// change (nil: none).
+func startAgentExec(t *testing.T, cli *realcli.CLI, api *mockapi.Server, cwd string, change func(*executor.Options)) *agentEnv {
+	t.Helper()
+	opts := executor.Options{CLIPath: cli.Path, BaseEnv: cli.Env(t, api.URL()), SignalGap: 500 * time.Millisecond,
+		InterruptGrace: 2 * time.Second, ApprovalTimeout: time.Minute}
+	if change != nil {
+		change(&opts)
+	}
+	e := executor.New(opts)
 	sp := &spool{}
 	core := relay.New(relay.Options{Executor: e, Spool: sp})
 	inR, inW := io.Pipe()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/forwarder"
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/launch"
 	"github.com/claude-relay/claude-relay/internal/proc"
 	"github.com/claude-relay/claude-relay/internal/relay"
@@ -51,8 +52,13 @@ type Options struct {
 	SessionID     string
 	InteractionID string
 	RunID         string
-	Events        Enqueuer     // every event of the run: hooks, transcript lines and the run's frame
-	State         *relay.State // where the workspace's last conversation is kept; nil: nowhere
+	Events        Enqueuer // every event of the run: hooks, transcript lines and the run's frame
+	// Billing is claude.billing; when it restricts, ProbeBilling is asked
+	// before the CLI starts and a source it does not allow refuses the run
+	// (billing.go).
+	Billing      billing.Policy
+	ProbeBilling func(ctx context.Context, cwd string) (billing.Source, error)
+	State        *relay.State // where the workspace's last conversation is kept; nil: nowhere
 	// Registry records the run while its CLI runs, so that if this helper
 	// dies the next helper start stops what is left and ends the run in
 	// the backend (relay.EndDeadRuns); nil: not recorded.
@@ -190,6 +196,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	// the user types it, and hook.UserPromptSubmit carries it.
 	r.spooled(wire.TypeRunStarted, r.rec.Started(wire.RunStarted{Resume: r.o.Resume, Fork: r.o.Fork, Continue: r.o.Continue,
 		PromptRecord: wire.RecordPrompt(r.o.Prompt, nil), Model: r.o.Model}))
+	if refused := r.guardBilling(ctx); refused != nil {
+		cb.Close(context.Background())
+		return r.refuse(refused)
+	}
 
 	started := time.Now()
 	code, stopped, runErr := r.execCLI(ctx, settingsPath)

@@ -71,3 +71,39 @@ func TestDoctorReportsBilling(t *testing.T) {
 		t.Errorf("the scripted API got %d requests", n)
 	}
 }
+
+// `claude-relay terminal` with ANTHROPIC_API_KEY set and claude.billing
+// subscription: the probe (print mode, initialize only) finds the key, the
+// interactive CLI never starts, the scripted API gets nothing, and the exit
+// status and line are `run`'s; the backend gets the refusal.
+func TestTerminalBillingGuard(t *testing.T) {
+	cli := realcli.RealCLI(t)
+	api := mockapi.New(t, mockapi.Script{mockapi.TextTurn("should not be asked")})
+	be := &recordingBackend{}
+	srv := httptest.NewServer(be)
+	defer srv.Close()
+	cwd := t.TempDir()
+	cli.TrustDir(cwd)
+	env := map[string]string{"HOME": t.TempDir(), "CLAUDE_RELAY_BACKEND_URL": srv.URL, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path,
+		"PATH": os.Getenv("PATH"), "CLAUDE_RELAY_CLAUDE_BILLING": "subscription"}
+	code, out, errb := runApp(t, env, cli.Env(t, api.URL()), cwd, "terminal", "--session=term-bill", "hello")
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	if n := len(api.Requests()); n != 0 {
+		t.Fatalf("the scripted API got %d requests", n)
+	}
+	if code != billing.ExitStatus || !strings.Contains(out.String(), "! billing_refused: billing guard: the Claude CLI would bill this run to API key ANTHROPIC_API_KEY, but claude.billing is subscription") {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(out.String()+errb.String(), realcli.APIKey) {
+		t.Errorf("the key's value is in the output")
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	var types []string
+	for _, e := range be.events {
+		types = append(types, e["event_type"].(string))
+	}
+	if got := strings.Join(types, " "); got != "relay.run_started relay.billing_source relay.billing_refused relay.run_failed" {
+		t.Errorf("backend got %v", types)
+	}
+}

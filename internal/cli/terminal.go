@@ -17,6 +17,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/extension"
+	"github.com/claude-relay/claude-relay/internal/billing"
 	"github.com/claude-relay/claude-relay/internal/fsutil"
 	"github.com/claude-relay/claude-relay/internal/relay"
 	"github.com/claude-relay/claude-relay/internal/runview"
@@ -85,13 +86,18 @@ func runTerminal(ctx context.Context, a *App, o terminalOptions) error {
 		return err // nothing started, so nothing to point at
 	}
 	drain()
+	refused, isRefused := errors.AsType[*billing.RefusedError](err)
+	if isRefused {
+		// The same line and exit status as `run` (runview's error line).
+		fmt.Fprintf(a.Stdout, "! %s: %s\n", extension.CodeBillingRefused, refused.Error())
+	}
 	if err == nil && res.ExitCode != 0 {
 		fmt.Fprintf(a.Stdout, "run failed: the Claude CLI exited with status %d (its output above says why)\n", res.ExitCode)
 	}
 	if line := runview.EventsLine(h.backend.Dashboard, h.backend.Embedded, a.loaded.Config.Serve.Addr, f.SessionID); line != "" {
 		fmt.Fprintln(a.Stdout, line)
 	}
-	if err == nil && res.ExitCode != 0 {
+	if (err == nil || isRefused) && res.ExitCode != 0 {
 		err = &ExitError{Code: res.ExitCode}
 	}
 	return err
@@ -130,6 +136,7 @@ func (a *App) terminalRun(h *helper, o terminalOptions, f relay.Frame) terminal.
 		Resume: o.Resume, Fork: o.Fork, Continue: o.Continue, BaseEnv: env, Env: c.Claude.Env,
 		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: h.Events(),
 		State: relay.NewState(c.DataDir), Registry: a.runRegistry(), Logger: a.log,
+		Billing: c.Claude.Billing, ProbeBilling: h.exec.ProbeBilling,
 	}
 }
 

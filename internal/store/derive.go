@@ -55,6 +55,8 @@ type Facts struct {
 	Source       string   // the kind of session the event shows, "" when it shows none
 	Model        string   // the model a run used (system/init) or asked for (relay.run_started)
 	Tools        []string // names of the tools the event calls
+	BilledTo     string   // where the run's credentials come from, for people (billing.go)
+	BilledRank   int      // how much BilledTo says: BilledGuard or BilledInit
 
 	// Approvals (approvals.go).
 	RunID           string                  // event_data.run_id of a relay lifecycle event
@@ -138,6 +140,7 @@ func FactsOf(ev Event) Facts {
 		f.Lifecycle = l
 	}
 	listingFacts(&f, ev, obj, typ)
+	billingFacts(&f, ev, obj, typ)
 	approvalFacts(&f, ev, obj)
 	return f
 }
@@ -631,7 +634,7 @@ func (c CountedResult) Rows() []ModelUsage {
 // event_id seen before are skipped, as a Store skips them. It sets ID (from
 // the first event), ExternalConversationID, ConversationIDs, Status,
 // StartedAt, EndedAt, EventCount, InteractionCount, Usage, CostUSD, Turns,
-// Title, Project, Source and Model; the arrival-dependent fields
+// Title, Project, Source, Model and BilledTo; the arrival-dependent fields
 // (CreatedAt, UpdatedAt, LastCursor) stay zero.
 func Derive(events []Event) Session {
 	return DeriveAll(events).Session

@@ -221,6 +221,9 @@ func toolNames(message json.RawMessage) []string {
 //   - Model: of the events with a model, the latest (same key, greatest
 //     first): the latest run's system/init, or its relay.run_started before
 //     the CLI said which model it runs.
+//   - BilledTo: of the events of highest BilledRank (relay.billing_source
+//     over a system/init line's apiKeySource), the latest, as for Model:
+//     where the latest run's credentials came from (billing.go).
 type Listing struct {
 	Title       string   `json:"title,omitempty"`
 	TitleKey    EventKey `json:"title_key"`
@@ -231,6 +234,9 @@ type Listing struct {
 	Source      string   `json:"source,omitempty"`
 	Model       string   `json:"model,omitempty"`
 	ModelKey    EventKey `json:"model_key"`
+	BilledTo    string   `json:"billed_to,omitempty"`
+	BilledRank  int      `json:"billed_rank,omitempty"`
+	BilledKey   EventKey `json:"billed_key"`
 }
 
 // EventKey orders events for the list fields: envelope timestamp, then
@@ -300,12 +306,16 @@ func (l *Listing) Apply(ev Event, f Facts) (changed bool) {
 	if model := clean(f.Model); model != "" && (l.Model == "" || first(l.ModelKey, l.Model, k, model)) {
 		l.Model, l.ModelKey, changed = model, k, true
 	}
+	if f.BilledTo != "" && (f.BilledRank > l.BilledRank ||
+		(f.BilledRank == l.BilledRank && first(l.BilledKey, l.BilledTo, k, f.BilledTo))) {
+		l.BilledTo, l.BilledRank, l.BilledKey, changed = f.BilledTo, f.BilledRank, k, true
+	}
 	return changed
 }
 
 // Fill copies the fold's fields into s.
 func (l *Listing) Fill(s *Session) {
-	s.Title, s.Project, s.Source, s.Model = l.Title, l.Project, l.Source, l.Model
+	s.Title, s.Project, s.Source, s.Model, s.BilledTo = l.Title, l.Project, l.Source, l.Model, l.BilledTo
 }
 
 // TitleOf makes a title of a prompt: on one line (runs of white space

@@ -41,6 +41,8 @@
 //     "acp", else "background" once a relay.run_started was seen; "" before.
 //   - model: of the latest event (same order) that names one: the CLI's
 //     system/init model, or relay.run_started's model before the CLI said.
+//   - billed to: the label of the latest relay.billing_source, else (older
+//     helpers) the API key a system/init line names as its apiKeySource.
 //   - search text: a bounded (MaxSearchText), lower-cased list of the
 //     session's ID, the distinct prompts, tool names (assistant tool_use
 //     blocks, transcript assistant lines, hook.PreToolUse) and conversation
@@ -127,6 +129,10 @@ type Session struct {
 	Source  string `json:"source"`  // background, terminal or acp; "" before a run started
 	Model   string `json:"model"`   // the model its latest run used or asked for
 	Turns   int64  `json:"turns"`   // CLI results counted (one per turn)
+	// BilledTo is where its latest run's credentials came from, for people
+	// ("API key ANTHROPIC_API_KEY", "subscription (Claude Max)"; issue 26):
+	// "" when no event said.
+	BilledTo string `json:"billed_to"`
 	// Stale is never stored: the API sets it when it serves the session
 	// (MarkStale), when the session is running but has had no event for
 	// StaleAfter ("no news since UpdatedAt").

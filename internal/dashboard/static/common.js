@@ -102,6 +102,20 @@ window.CR = (function () {
   const SOURCES = { background: 'background', terminal: 'terminal', acp: 'ACP' };
   function fmtSource(s) { return SOURCES[s] || s; }
 
+  // fillBilled writes where a session's runs are billed (the backend's
+  // billed_to label: "API key ANTHROPIC_API_KEY", "subscription (Claude
+  // Max)", …) into node, the source's name as code; an API key is marked,
+  // since that is the bill people are warned about. Text only.
+  function fillBilled(node, label) {
+    node.textContent = '';
+    node.classList.toggle('billed-key', /^API key /.test(label || ''));
+    if (!label) { node.textContent = '–'; return; }
+    const m = /^(API key|auth token) (\S+)$/.exec(label);
+    if (!m) { node.textContent = label; return; }
+    node.appendChild(document.createTextNode(m[1] + ' '));
+    node.appendChild(el('code', null, m[2]));
+  }
+
   function setStatus(node, status) {
     node.textContent = status || 'unknown';
     node.className = 'status ' + (status || 'unknown');
@@ -157,5 +171,5 @@ window.CR = (function () {
     return 'HTTP ' + res.status;
   }
 
-  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, SOURCES, fmtSource, setStatus, setState, isStale, stateOf, STALE_MS, copyText, setConn };
+  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, SOURCES, fmtSource, fillBilled, setStatus, setState, isStale, stateOf, STALE_MS, copyText, setConn };
 })();

@@ -342,6 +342,14 @@
     const src = el('td', 'source');
     if (s.source) src.appendChild(el('span', 'src src-' + (SOURCES[s.source] ? s.source : 'other'), SOURCES[s.source] || s.source));
     else src.textContent = '–';
+    if (s.billed_to) {
+      const billed = el('div', 'billed');
+      billed.appendChild(document.createTextNode('billed to: '));
+      const what = billed.appendChild(el('span', 'billed-to'));
+      window.CR.fillBilled(what, s.billed_to);
+      billed.title = 'where the latest run\'s credentials came from';
+      src.appendChild(billed);
+    }
     tr.appendChild(src);
 
     const st = el('td');

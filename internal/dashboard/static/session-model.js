@@ -179,7 +179,7 @@ window.CRModel = (function () {
     this.lastCursor = 0;
     // answered: the model itself replied at least once (not only the CLI's
     // "<synthetic>" messages), so the conversation exists to resume.
-    this.info = { prompt: '', cwd: '', model: '', source: '', results: 0, answered: false, turnMs: 0 };
+    this.info = { prompt: '', cwd: '', model: '', source: '', billedTo: '', results: 0, answered: false, turnMs: 0 };
   }
 
   const P = Model.prototype;
@@ -672,6 +672,14 @@ window.CRModel = (function () {
       case 'mode_changed':
         this.turnOrIdle(ev);
         return this.notice(ev, 'mode', 'Permission mode: ' + (str(d.permission_mode) || 'changed'), 'minor', d);
+      case 'billing_source':
+        // Until the summary is fetched again; the stored billed_to wins.
+        if (str(d.label)) this.info.billedTo = d.label;
+        this.turnOrIdle(ev);
+        return this.notice(ev, 'billed to', str(d.label) || 'unknown', 'minor', d);
+      case 'billing_refused':
+        this.turnOrIdle(ev);
+        return this.notice(ev, 'billing guard', str(d.message) || 'The billing guard stopped the run.', 'error', d);
       case 'approval_requested':
         return this.approvalRequested(ev, d);
       case 'approval_resolved':

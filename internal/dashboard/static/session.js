@@ -473,6 +473,7 @@
     fact('s-project', M.str(s.project) || info.cwd);
     fact('s-source', C.fmtSource(M.str(s.source) || info.source));
     fact('s-model', M.str(s.model) || info.model);
+    C.fillBilled($('s-billed'), M.str(s.billed_to) || info.billedTo);
     if (!session) return;
     for (const call of model.calls.values()) {
       if (call.node && !call.result) V.toolState(call, ctx);

@@ -191,6 +191,10 @@ ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
 	key        text COLLATE "C" PRIMARY KEY,
 	claimed_at bigint NOT NULL
 )`,
+	// 7: where each session's runs are billed (issue 26, "billed to"), as
+	// in package sqlite's migration 7; the backfill (backfills[7]) derives
+	// every session's list fields again, this one with them.
+	`ALTER TABLE sessions ADD COLUMN billed_to text NOT NULL DEFAULT ''`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold
@@ -201,6 +205,7 @@ var backfills = map[int]func(ctx context.Context, tx pgx.Tx) error{
 	2: backfill,
 	4: backfillTitles,
 	5: backfillStatuses,
+	7: backfillTitles,
 }
 
 // migrate brings the schema up to date in one transaction that holds an

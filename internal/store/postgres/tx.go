@@ -278,7 +278,7 @@ func (t *writeTx) UpdateSession(ctx context.Context, s *ingest.State) error {
 		input_tokens = $7, output_tokens = $8, cache_read_input_tokens = $9,
 		cache_creation_input_tokens = $10, total_cost_usd = $11, created_at = $12, updated_at = $13,
 		started_at = $14, ended_at = $15, last_cursor = $16, title = $17, project = $18,
-		source = $19, model = $20, turns = $21, list_keys = $22 WHERE id = $1`, args...)
+		source = $19, model = $20, turns = $21, billed_to = $22, list_keys = $23 WHERE id = $1`, args...)
 	if err != nil {
 		return fmt.Errorf("update session %q: %w", s.ID, err)
 	}

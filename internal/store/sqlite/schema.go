@@ -203,6 +203,11 @@ ALTER TABLE events_v3 RENAME TO events;
 	key        TEXT PRIMARY KEY,
 	claimed_at INTEGER NOT NULL
 ) WITHOUT ROWID`,
+	// 7: where each session's runs are billed (issue 26, "billed to": the
+	// list shows it, so it is a column); the backfill (backfills[7])
+	// derives every session's list fields again, this one with them, from
+	// the stored relay.billing_source and system/init events.
+	`ALTER TABLE sessions ADD COLUMN billed_to TEXT NOT NULL DEFAULT ''`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold
@@ -213,6 +218,7 @@ var backfills = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	2: backfill,
 	4: backfillTitles,
 	5: backfillStatuses,
+	7: backfillTitles,
 }
 
 // migrate brings the schema up to date. The transaction begins IMMEDIATE

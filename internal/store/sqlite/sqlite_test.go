@@ -59,7 +59,7 @@ func TestBackfill(t *testing.T) {
 }
 
 // migrations are every schema version this build applies.
-var migrations = []int{1, 2, 3, 4, 5, 6}
+var migrations = []int{1, 2, 3, 4, 5, 6, 7}
 
 // ph numbers SQLite's placeholders for storetest's statements.
 func ph(int) string { return "?" }

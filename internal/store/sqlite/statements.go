@@ -94,7 +94,7 @@ func (st *statements) prepareWriter(ctx context.Context, w preparer) error {
 		input_tokens = ?, output_tokens = ?, cache_read_input_tokens = ?,
 		cache_creation_input_tokens = ?, total_cost_usd = ?, created_at = ?, updated_at = ?,
 		started_at = ?, ended_at = ?, last_cursor = ?, title = ?, project = ?, source = ?,
-		model = ?, turns = ?, list_keys = ? WHERE id = ?`)
+		model = ?, turns = ?, billed_to = ?, list_keys = ? WHERE id = ?`)
 	p(&st.search, `SELECT text FROM session_search WHERE session_id = ?`)
 	p(&st.upsertSearch, `INSERT INTO session_search (session_id, text) VALUES (?, ?)
 		ON CONFLICT (session_id) DO UPDATE SET text = excluded.text`)

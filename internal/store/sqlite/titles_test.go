@@ -23,3 +23,12 @@ func TestStatusBackfill(t *testing.T) {
 	s := openOld(t, 4, append(storetest.V1Inserts(events, ph), storetest.OldStatusUpdates(events, ph)...))
 	storetest.CheckStatusBackfill(t, s, events)
 }
+
+// TestBilledBackfill opens a database that a release before migration 7
+// filled: the migration derives where each session is billed from its
+// stored events.
+func TestBilledBackfill(t *testing.T) {
+	events := storetest.BilledFixture()
+	s := openOld(t, 6, append(storetest.V1Inserts(events, ph), storetest.ListUpdates(events, ph)...))
+	storetest.CheckBilledBackfill(t, s, events)
+}

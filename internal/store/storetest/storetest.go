@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DecideNotifies", testDecideNotifies},
 		{"ClaimNotify", testClaimNotify},
 		{"ClaimNotice", testClaimNotice},
+		{"BilledTo", testBilledTo},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

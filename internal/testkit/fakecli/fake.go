@@ -164,7 +164,7 @@ func (f *fake) answer(id string, raw json.RawMessage) {
 		}
 		mode := f.permissionMode
 		f.mu.Unlock()
-		f.respond(id, map[string]any{
+		info := map[string]any{
 			"commands":                []any{},
 			"agents":                  []any{},
 			"output_style":            "default",
@@ -175,7 +175,11 @@ func (f *fake) answer(id string, raw json.RawMessage) {
 			"claude_code_version":     Version,
 			"current_permission_mode": mode,
 			"capabilities":            map[string]any{},
-		})
+		}
+		if f.cfg.noAccount {
+			delete(info, "account")
+		}
+		f.respond(id, info)
 	case "set_permission_mode":
 		// As the real CLI: anything else, no mode included, is refused
 		// with the list.

@@ -95,6 +95,7 @@ const (
 	envApprovals  = "CLAUDE_RELAY_FAKE_CLI_APPROVALS"
 	envSamples    = "CLAUDE_RELAY_FAKE_CLI_SAMPLES"
 	envConfigured = "CLAUDE_RELAY_FAKE_CLI_CONFIGURED_MODE"
+	envNoAccount  = "CLAUDE_RELAY_FAKE_CLI_NO_ACCOUNT"
 )
 
 // Values the fake puts on the wire, for tests to compare against.
@@ -148,6 +149,7 @@ type config struct {
 	lineDelay  time.Duration
 	approvals  int
 	sampleFile string
+	noAccount  bool // initialize's answer has no account (a CLI the billing guard cannot read)
 }
 
 // Option configures the fake CLI started from Command.
@@ -196,6 +198,10 @@ func WithRecordFile(path string) Option { return func(c *config) { c.recordFile 
 // WithConfiguredMode starts the fake in mode when no --permission-mode
 // names one, as the real CLI's permissions.defaultMode setting does.
 func WithConfiguredMode(mode string) Option { return func(c *config) { c.configured = mode } }
+
+// WithoutAccount leaves `account` out of the answer to initialize, as a CLI
+// that does not say where its credentials come from would.
+func WithoutAccount() Option { return func(c *config) { c.noAccount = true } }
 
 // Command returns how to start the fake CLI in mode: path is the running test
 // binary and env holds the variables to add to the child's environment (on
@@ -255,6 +261,9 @@ func (c config) env() []string {
 	if c.floodFinal {
 		add(envFloodFinal, "1")
 	}
+	if c.noAccount {
+		add(envNoAccount, "1")
+	}
 	if c.approvals > 0 {
 		add(envApprovals, strconv.Itoa(c.approvals))
 	}
@@ -272,6 +281,7 @@ func configFromEnv() (config, error) {
 		hugeSize:   DefaultHugeLineSize,
 		floodLines: DefaultFloodLines,
 		floodFinal: os.Getenv(envFloodFinal) == "1",
+		noAccount:  os.Getenv(envNoAccount) == "1",
 		approvals:  DefaultApprovals,
 		sampleFile: os.Getenv(envSamples),
 	}

@@ -18,7 +18,7 @@ const (
 	SessionColumns = `id, external_conversation_id, conversation_ids, status, event_count,
 	interaction_count, input_tokens, output_tokens, cache_read_input_tokens,
 	cache_creation_input_tokens, total_cost_usd, created_at, updated_at, started_at,
-	ended_at, last_cursor, title, project, source, model, turns`
+	ended_at, last_cursor, title, project, source, model, turns, billed_to`
 	// StateColumns are SessionColumns and what only the writer reads.
 	StateColumns = SessionColumns + `, list_keys`
 	EventColumns = `session_id, interaction_id, event_id, seq, event_type, event_data,
@@ -47,7 +47,7 @@ func sessionDest(s *store.Session, convs *[]byte, created, updated *int64, start
 		&s.InteractionCount, &s.Usage.InputTokens, &s.Usage.OutputTokens,
 		&s.Usage.CacheReadInputTokens, &s.Usage.CacheCreationInputTokens, &s.CostUSD,
 		created, updated, startedAt, endedAt, &s.LastCursor,
-		&s.Title, &s.Project, &s.Source, &s.Model, &s.Turns}
+		&s.Title, &s.Project, &s.Source, &s.Model, &s.Turns, &s.BilledTo}
 }
 
 // ScanState reads StateColumns.
@@ -101,7 +101,7 @@ func SessionArgs(s *store.Session) ([]any, error) {
 		s.InteractionCount, s.Usage.InputTokens, s.Usage.OutputTokens,
 		s.Usage.CacheReadInputTokens, s.Usage.CacheCreationInputTokens, s.CostUSD,
 		Nanos(s.CreatedAt), Nanos(s.UpdatedAt), NanosPtr(s.StartedAt), NanosPtr(s.EndedAt),
-		s.LastCursor, s.Title, s.Project, s.Source, s.Model, s.Turns}, nil
+		s.LastCursor, s.Title, s.Project, s.Source, s.Model, s.Turns, s.BilledTo}, nil
 }
 
 // StateArgs are the values of StateColumns.

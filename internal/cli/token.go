@@ -59,7 +59,7 @@ func newTokenCreateCmd(a *App) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runTokenCreate(a, o, time.Now()) },
 	}
-	cmd.Flags().StringSliceVar(&o.scopes, "scope", nil, "a scope: ingest, decisions, read, approve, admin, or helper for ingest and decisions (repeat, or separate with commas)")
+	cmd.Flags().StringSliceVar(&o.scopes, "scope", nil, "a scope: ingest, decisions, read, approve, audit, admin, or helper for ingest and decisions (repeat, or separate with commas)")
 	cmd.Flags().StringVar(&o.name, "name", "", "a name for the token (default: token-ID)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the token and its record as JSON")
 	return cmd

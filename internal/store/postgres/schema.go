@@ -191,6 +191,11 @@ ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
 	key        text COLLATE "C" PRIMARY KEY,
 	claimed_at bigint NOT NULL
 )`,
+	// 7: the audit trail's order (issue 26, audit.go): the writing
+	// transaction's ID and an identity within it. Self-contained: it only
+	// adds to events. Rows stored before get this migration's transaction
+	// ID and identities in table order.
+	auditMigration,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold

@@ -72,6 +72,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DecideNotifies", testDecideNotifies},
 		{"ClaimNotify", testClaimNotify},
 		{"ClaimNotice", testClaimNotice},
+		{"Audit", testAudit},                     // audit.go (issue 26)
+		{"AuditConcurrent", testAuditConcurrent}, // audit.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ const MinTokenLen = 16
 
 // serveTokensAllowed is what serve.tokens takes, for its validation errors.
 const serveTokensAllowed = "allowed: a list whose entries are a token (scopes ingest and read) or " +
-	"{token, name, scopes} with scopes from " + "ingest, read, approve, admin" +
+	"{token, name, scopes} with scopes from " + "ingest, read, approve, audit, admin" +
 	"; in the environment, comma-separated tokens or a JSON array of the same entries"
 
 // serveTokens reads serve.tokens (the package doc shows the forms): a YAML

@@ -84,7 +84,7 @@ func reveal(ts []ServeToken) []string {
 // allowed, and never the token.
 func TestServeTokenErrors(t *testing.T) {
 	for _, tc := range []struct{ env, want string }{
-		{`[{"token":"sekrit-token-0001","scopes":["aprove"]}]`, `entry 1: unknown scope "aprove" (allowed: ingest, decisions, read, approve, admin, or helper (ingest and decisions))`},
+		{`[{"token":"sekrit-token-0001","scopes":["aprove"]}]`, `entry 1: unknown scope "aprove" (allowed: ingest, decisions, read, approve, audit, admin, or helper (ingest and decisions))`},
 		{`["ok-token-0123456789",{"token":"sekrit-token-0001","scopes":[]}]`, `entry 2: scopes is empty (leave it out for ingest and read)`},
 		{`[{"name":"phone"}]`, `entry 1: a mapping needs its token`},
 		{`[{"token":"sekrit-token-0001","role":"x"}]`, `entry 1: unknown key "role" (allowed: token, name, scopes)`},

@@ -42,6 +42,7 @@ type Options struct {
 	Exe           string // this binary, for command hooks
 	Prompt        string
 	Cwd           string
+	Host          string // the machine's host name, posted in relay.run_started
 	Model         string
 	Resume        string
 	Fork          bool
@@ -111,7 +112,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// Framed as every run is (relay.Lifecycle): run_started, each turn's
 	// end, the run's end with wire's statuses, the last conversation.
 	r.rec = relay.NewLifecycle(o.Events, o.State, relay.Frame{RunID: o.RunID, SessionID: o.SessionID,
-		InteractionID: o.InteractionID, Cwd: o.Cwd, Mode: wire.ModeTerminal}, o.Logger)
+		InteractionID: o.InteractionID, Cwd: o.Cwd, Mode: wire.ModeTerminal, Host: o.Host}, o.Logger)
 	var claudeDir string
 	claudeDir, r.configPath = claudePaths(env)
 	r.before = transcriptSizes(o, claudeDir)

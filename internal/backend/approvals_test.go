@@ -207,7 +207,7 @@ func TestWhoami(t *testing.T) {
 		testToken:   {Name: "serve-token-6", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read}, By: "api:serve-token-6"},
 		phoneToken:  {Name: "phone", Scopes: []tokens.Scope{tokens.Read, tokens.Approve}, By: "api:phone"},
 		ingestToken: {Name: "ingester", Scopes: []tokens.Scope{tokens.Ingest}, By: "api:ingester"},
-		adminToken:  {Name: "ops", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve, tokens.Admin}, By: "api:ops"},
+		adminToken:  {Name: "ops", Scopes: []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve, tokens.Audit, tokens.Admin}, By: "api:ops"},
 		helperToken: {Name: "helper", Scopes: tokens.Helper, By: "api:helper"},
 	} {
 		var got whoamiResponse
@@ -947,7 +947,7 @@ func TestFirstMatchingTokenWins(t *testing.T) {
 		}
 	})
 	var who whoamiResponse
-	if e.call("GET", "/api/whoami", nil, bearer("same-token-0123456789"), &who); who.Name != "ops" || !slices.Equal(who.Scopes, []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve, tokens.Admin}) {
+	if e.call("GET", "/api/whoami", nil, bearer("same-token-0123456789"), &who); who.Name != "ops" || !slices.Equal(who.Scopes, []tokens.Scope{tokens.Ingest, tokens.Read, tokens.Approve, tokens.Audit, tokens.Admin}) {
 		t.Errorf("bearer: %+v", who)
 	}
 	cookie := e.login(t, "same-token-0123456789")

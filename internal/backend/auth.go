@@ -233,6 +233,8 @@ func requiredScope(r *http.Request) tokens.Scope {
 		return ""
 	case r.URL.Path == "/api/budgets":
 		return "" // ingest or read: handleBudgets checks (budgets.go)
+	case r.URL.Path == "/api/audit":
+		return tokens.Audit // not read: the trail is for a SIEM, and read is every helper's default
 	}
 	return tokens.Read
 }
@@ -307,6 +309,7 @@ func scopeMessage(r *http.Request, p *principal, need tokens.Scope) string {
 		tokens.Ingest:  "posting events",
 		tokens.Read:    r.Method + " " + r.URL.Path,
 		tokens.Approve: "deciding an approval",
+		tokens.Audit:   "reading the audit trail",
 	}[need]
 	return what + " needs the " + string(need) + " scope; create a token with `claude-relay token create --scope " +
 		string(need) + "` and use it (or give a serve.tokens entry that scope); token " + strconv.Quote(p.name) +

@@ -273,6 +273,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/sessions/{id}/markdown", s.handleMarkdown)
 	mux.HandleFunc("GET /api/usage", s.handleUsage)
 	mux.HandleFunc("GET /api/budgets", s.handleBudgets) // budgets.go (issue 26)
+	mux.HandleFunc("GET /api/audit", s.handleAudit)     // audit.go (issue 26)
 
 	// Remote approvals (CONTRACT §10).
 	mux.HandleFunc("GET /api/whoami", s.handleWhoami)

@@ -31,7 +31,7 @@ func newServeCmd(a *App) *cobra.Command {
 			"send their events to it. A second serve on the same data dir exits with status 1,\n" +
 			"naming the pid and address of the first; give it its own --data-dir to run both.\n" +
 			"A killed serve leaves no lock behind: the next one takes the data dir over.\n\n" +
-			"Tokens carry scopes (ingest, read, approve, admin): the token helpers post with reads and\n" +
+			"Tokens carry scopes (ingest, read, approve, audit, admin): the token helpers post with reads and\n" +
 			"ingests only. To decide approvals from the dashboard or a phone, create one with\n" +
 			"`claude-relay token create --scope approve`; serve picks it up without a restart.\n" +
 			"With serve.notify_url set, each new pending approval is pushed there (ntfy-style), linking\n" +

@@ -134,7 +134,7 @@ func (a *App) terminalRun(h *helper, o terminalOptions, f relay.Frame) terminal.
 		CLIPath: cliPath, BaseCommand: c.Claude.Command, RemoveAPIKey: c.Claude.DisableAPIKey, Exe: exe,
 		Prompt: o.prompt, Cwd: f.Cwd, Model: firstNonEmpty(o.Model, c.Claude.Model),
 		Resume: o.Resume, Fork: o.Fork, Continue: o.Continue, BaseEnv: env, Env: c.Claude.Env,
-		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Events: h.Events(),
+		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Host: f.Host, Events: h.Events(),
 		State: relay.NewState(c.DataDir), Registry: a.runRegistry(), Logger: a.log,
 		Billing: c.Claude.Billing, ProbeBilling: h.exec.ProbeBilling,
 	}

@@ -22,7 +22,8 @@ func newTokenCmd(a *App) *cobra.Command {
 			"(0600) as hashes only: a token is printed once, when it is created, and never again.\n" +
 			"A running serve picks up a create or a revoke at its next request.\n\n" +
 			"Scopes: ingest (post events), read (API, live streams, dashboard), approve (decide\n" +
-			"approvals from the dashboard or the API; implies read), admin (everything). The token\n" +
+			"approvals from the dashboard or the API; implies read), audit (GET /api/audit and\n" +
+			"`claude-relay audit export`, nothing else), admin (everything). The token\n" +
 			"the helper posts with has ingest and read only, so an agent cannot approve with it.",
 		Example: "  claude-relay token create --scope approve --name phone\n" +
 			"  claude-relay token list\n" +
@@ -55,11 +56,12 @@ func newTokenCreateCmd(a *App) *cobra.Command {
 			"its hash is stored. The name says who decided an approval (\"dashboard:NAME\").",
 		Example: "  claude-relay token create --scope approve --name phone\n" +
 			"  claude-relay token create --scope helper --name laptop   # ingest and decisions: what a helper needs\n" +
-			"  claude-relay token create --scope ingest,read --name ci",
+			"  claude-relay token create --scope ingest,read --name ci\n" +
+			"  claude-relay token create --scope audit --name siem",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error { return runTokenCreate(a, o, time.Now()) },
 	}
-	cmd.Flags().StringSliceVar(&o.scopes, "scope", nil, "a scope: ingest, decisions, read, approve, admin, or helper for ingest and decisions (repeat, or separate with commas)")
+	cmd.Flags().StringSliceVar(&o.scopes, "scope", nil, "a scope: ingest, decisions, read, approve, audit, admin, or helper for ingest and decisions (repeat, or separate with commas)")
 	cmd.Flags().StringVar(&o.name, "name", "", "a name for the token (default: token-ID)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the token and its record as JSON")
 	return cmd

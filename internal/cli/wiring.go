@@ -103,7 +103,7 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	h := &helper{exec: exec, backend: backend, cli: info}
 	h.Host = host.New(host.Options{
 		Forwarder: fwd,
-		Core: relay.Options{Executor: exec, State: relay.NewState(c.DataDir), DefaultCwd: c.Workspace,
+		Core: relay.Options{Executor: exec, State: relay.NewState(c.DataDir), DefaultCwd: c.Workspace, Host: hostname(),
 			CLIError: info.err, Logger: a.log, Budget: a.budgetClient(backend)},
 		// Decisions made in the dashboard answer the runs' approvals too.
 		Remote:       func(core *relay.Core) io.Closer { return a.remoteWaiter(backend, core) },

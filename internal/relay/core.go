@@ -34,6 +34,7 @@ type Options struct {
 	Spool      Spool
 	State      *State // last conversation per workspace; nil: none kept
 	DefaultCwd string // cwd of a request that names none
+	Host       string // this machine's host name, for relay.run_started (the audit trail's machine)
 	CLIError   string // why no CLI was found; non-blank prompts are refused
 	Logger     *slog.Logger
 	// Budget, when set, is asked before each run and each send of a live
@@ -177,7 +178,7 @@ func (c *Core) Start(req Request, sink Sink) (*Run, error) {
 	}
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	lc := NewLifecycle(c.opts.Spool, c.opts.State, Frame{RunID: req.RunID, SessionID: req.SessionID, InteractionID: req.InteractionID,
-		Cwd: req.Cwd, Mode: req.Mode}, c.log)
+		Cwd: req.Cwd, Mode: req.Mode, Host: c.opts.Host}, c.log)
 	r := &Run{c: c, id: req.RunID, session: req.SessionID, lc: lc, started: time.Now(),
 		ctx: ctx, cancel: cancel, sink: sink, in: make(chan executor.Input, inputs), pending: map[string]pendingApproval{}}
 	if req.KeepAlive {
@@ -241,6 +242,9 @@ func (c *Core) executorRequest(req Request) (executor.Request, wire.PromptRecord
 // run that starts elsewhere (a visible terminal) as for its own.
 func (c *Core) Frame(f Frame) Frame {
 	f.Fill(c.opts.DefaultCwd)
+	if f.Host == "" {
+		f.Host = c.opts.Host
+	}
 	return f
 }
 

@@ -21,6 +21,7 @@ type Frame struct {
 	InteractionID string // the interaction the run starts in
 	Cwd           string
 	Mode          string // wire.ModeTerminal, wire.ModeACP, or none for a background run
+	Host          string // the machine's host name, posted in relay.run_started
 }
 
 // Fill gives a blank ID a new UUID and a blank Cwd defaultCwd.
@@ -81,7 +82,7 @@ func (l *Lifecycle) SetInteraction(inter string) {
 // Started posts relay.run_started; its run ID, mode and cwd are the
 // frame's.
 func (l *Lifecycle) Started(e wire.RunStarted) error {
-	e.RunID, e.Mode, e.Cwd = l.frame.RunID, l.frame.Mode, l.frame.Cwd
+	e.RunID, e.Mode, e.Cwd, e.Host = l.frame.RunID, l.frame.Mode, l.frame.Cwd, l.frame.Host
 	return l.Post(l.Interaction(), wire.TypeRunStarted, e)
 }
 

@@ -19,11 +19,14 @@ const (
 	Decisions Scope = "decisions"
 	Read      Scope = "read"    // the read API, live streams and dashboard pages
 	Approve   Scope = "approve" // POST a decision; implies read
-	Admin     Scope = "admin"   // everything
+	// Audit reads the audit trail (GET /api/audit) and nothing else: a
+	// SIEM's collector needs no sessions, prompts or outputs.
+	Audit Scope = "audit"
+	Admin Scope = "admin" // everything
 )
 
 // All is every scope, in display order.
-var All = []Scope{Ingest, Decisions, Read, Approve, Admin}
+var All = []Scope{Ingest, Decisions, Read, Approve, Audit, Admin}
 
 // Helper is what a helper (extension, run, acp, terminal) needs: post its
 // events and hear the decisions made on its approvals.
@@ -41,7 +44,7 @@ var Default = []Scope{Ingest, Read}
 var ErrUnknownScope = errors.New("unknown scope")
 
 // Allowed lists the scope names for messages: "ingest, decisions, read,
-// approve, admin, or helper (ingest and decisions)".
+// approve, audit, admin, or helper (ingest and decisions)".
 func Allowed() string {
 	names := make([]string, len(All))
 	for i, s := range All {
@@ -96,7 +99,7 @@ func SetOf(scopes []Scope) Set {
 	for _, s := range scopes {
 		switch s {
 		case Admin:
-			return setBit(Ingest) | setBit(Read) | setBit(Approve) | setBit(Admin)
+			return setBit(Ingest) | setBit(Read) | setBit(Approve) | setBit(Audit) | setBit(Admin)
 		case Approve:
 			set |= setBit(Approve) | setBit(Read)
 		default:

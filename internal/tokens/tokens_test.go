@@ -22,7 +22,7 @@ func TestScopes(t *testing.T) {
 		{[]string{"approve"}, []Scope{Approve}, "read, approve", false},
 		{[]string{"approve+read", "read"}, []Scope{Read, Approve}, "read, approve", false},
 		{[]string{"INGEST,approve"}, []Scope{Ingest, Approve}, "ingest, read, approve", false},
-		{[]string{"admin"}, []Scope{Admin}, "ingest, read, approve, admin", false},
+		{[]string{"admin"}, []Scope{Admin}, "ingest, read, approve, audit, admin", false},
 		{[]string{"ingest"}, []Scope{Ingest}, "ingest", false},
 		{[]string{"aprove"}, nil, "", true},
 	} {

@@ -219,6 +219,9 @@ type RunStarted struct {
 	Fork           bool   `json:"fork,omitempty"`
 	Continue       bool   `json:"continue,omitempty"`
 	Approvals      bool   `json:"approvals,omitempty"`
+	// Host is the helper's machine (its host name): what the audit trail
+	// names a run's machine by (docs/audit.md).
+	Host string `json:"host,omitempty"`
 }
 
 // RunEnded is the data of relay.run_completed, run_failed and run_cancelled.

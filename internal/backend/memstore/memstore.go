@@ -30,6 +30,7 @@ type Store struct {
 	notified  map[string]bool                  // approvals ClaimNotify gave out
 	hub       *fanout.Hub                      // Subscribe's coalescing fan-out, shared with the SQL stores
 	closed    bool
+	audit     []auditRef // every stored event in arrival order (audit.go)
 
 	// AppendErr, when set, makes Append fail with it (tests of error paths).
 	AppendErr error
@@ -123,6 +124,7 @@ func (s *Store) Append(ctx context.Context, events []store.Event) ([]store.Appen
 		ss.apply(ev, f, now)
 		conflict := s.foldApprovals(ss, ev, f)
 		s.byID[key] = ev.Cursor
+		s.audit = append(s.audit, auditRef{session: ev.SessionID, cursor: ev.Cursor, at: now})
 		if j, ok := changedAt[ev.SessionID]; ok {
 			changed[j].Cursor = ev.Cursor
 		} else {

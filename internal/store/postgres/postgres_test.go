@@ -103,7 +103,7 @@ func TestBackfill(t *testing.T) {
 }
 
 // migrations are every schema version this build applies.
-var migrations = []int{1, 2, 3, 4, 5, 6, 7}
+var migrations = []int{1, 2, 3, 4, 5, 6, 7, 8} // 8: the audit order (audit.go), PostgreSQL only
 
 // ph numbers PostgreSQL's placeholders for storetest's statements.
 func ph(n int) string { return "$" + strconv.Itoa(n) }

@@ -195,6 +195,11 @@ ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
 	// in package sqlite's migration 7; the backfill (backfills[7]) derives
 	// every session's list fields again, this one with them.
 	`ALTER TABLE sessions ADD COLUMN billed_to text NOT NULL DEFAULT ''`,
+	// 8: the audit trail's order (issue 26, audit.go): the writing
+	// transaction's ID and an identity within it. Self-contained: it only
+	// adds to events. Rows stored before get this migration's transaction
+	// ID and identities in table order.
+	auditMigration,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold

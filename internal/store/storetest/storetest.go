@@ -73,6 +73,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimNotify", testClaimNotify},
 		{"ClaimNotice", testClaimNotice},
 		{"BilledTo", testBilledTo},
+		{"Audit", testAudit},                     // audit.go (issue 26)
+		{"AuditConcurrent", testAuditConcurrent}, // audit.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,9 @@
-package localbackend
+// Package server is the reference backend of a data dir run in this
+// process: the store, the API, the dashboard and its Markdown, /metrics.
+// Only the claude-relay-server executable links it: those libraries' package
+// init and memory would otherwise be paid by every helper and hook process
+// (package localbackend's doc says how claude-relay reaches it).
+package server
 
 import (
 	"context"
@@ -11,67 +16,12 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 	"github.com/claude-relay/claude-relay/internal/store"
 	"github.com/claude-relay/claude-relay/internal/store/postgres"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
-
-// Options configure the reference backend of a data dir, embedded or served.
-type Options struct {
-	DB string // serve.db: sqlite:PATH or a postgres:// URL
-	// Token is the data dir's token (Token) or the configured one: always
-	// accepted, with the scopes ingest and read only (CONTRACT §10: the
-	// token the helper posts with cannot approve).
-	Token     config.Secret
-	TokenFile string // where Token lives, named on the login page; "" for a configured token
-	// HelperToken is the data dir's helper token (HelperToken), accepted
-	// with tokens.Helper's scopes; "" none.
-	HelperToken config.Secret
-	Tokens      func() []config.ServeToken // the serve tokens configured now, asked on every request; nil: none
-	// Issued is the data dir's file of tokens made by `claude-relay token
-	// create` (tokens.Path); nil: none.
-	Issued    *tokens.File
-	NotifyURL string // serve.notify_url; "" none
-	// AllowUncheckedLocal is serve.allow_unchecked_local_decisions.
-	AllowUncheckedLocal bool
-	PublicURL           string       // serve.public_url, else where serve listens; "" none
-	Logger              *slog.Logger // nil: discard
-	// MaxEventBytes, MaxBatchBytes and MaxStreamsPerToken are
-	// serve.max_event_bytes, serve.max_batch_bytes and
-	// serve.max_streams_per_token (0: the backend's defaults). An event
-	// over the limit is not lost: the forwarder keeps it whole in its
-	// dead-letter file and posts a stand-in in its place.
-	MaxEventBytes, MaxBatchBytes int64
-	MaxStreamsPerToken           int
-	// DataDir keeps the dashboard login's key and logouts (shared by the
-	// data dir's backends, kept across restarts); "" keeps them in memory.
-	// NewServer warns when it, or the SQLite database's directory, is open
-	// to other users.
-	DataDir string
-	// AllowedHosts is serve.allowed_hosts; NotifyIncludeInput is
-	// serve.notify_include_input.
-	AllowedHosts       []string
-	NotifyIncludeInput bool
-}
-
-// Conn is the backend a command talks to: a configured one, the data dir's
-// running serve, or the embedded default this process started.
-type Conn struct {
-	URL       string
-	Dashboard string        // where people look; "" for a configured backend
-	Token     config.Secret // set for the data dir's own backends, which accept the data dir's token
-	Embedded  bool
-	stop      func() // sync.OnceFunc: a func value, so a Conn stays copyable
-}
-
-// Close stops an embedded backend, if one was started, and waits for it. It
-// is idempotent.
-func (c *Conn) Close() {
-	if c.stop != nil {
-		c.stop()
-	}
-}
 
 // OpenStore opens serve.db: sqlite:PATH or a postgres:// URL.
 func OpenStore(ctx context.Context, db string) (store.Store, error) {
@@ -84,9 +34,9 @@ func OpenStore(ctx context.Context, db string) (store.Store, error) {
 	return nil, fmt.Errorf("serve.db %q: allowed: sqlite:PATH or a postgres:// URL", db)
 }
 
-// NewServer is the reference backend on st as o configures it, for `serve`
-// and the embedded default alike.
-func NewServer(st store.Store, o Options) *backend.Server {
+// New is the reference backend on st as o configures it, for `serve` and
+// the embedded default alike.
+func New(st store.Store, o localbackend.Options) *backend.Server {
 	warnLooseDirs(o)
 	return backend.New(backend.Options{Store: st, Logger: o.Logger, TokenFile: o.TokenFile,
 		StateDir: o.DataDir, AllowedHosts: o.AllowedHosts, NotifyIncludeInput: o.NotifyIncludeInput,
@@ -104,7 +54,7 @@ const helperTokenName = "helper"
 
 // acceptedTokens are o's serve tokens of the moment and o.Token, which
 // carries the default scopes (ingest, read).
-func acceptedTokens(o Options) []config.ServeToken {
+func acceptedTokens(o localbackend.Options) []config.ServeToken {
 	var live []config.ServeToken
 	if o.Tokens != nil {
 		live = o.Tokens()
@@ -124,8 +74,8 @@ func acceptedTokens(o Options) []config.ServeToken {
 
 // StartEmbedded runs the reference backend in this process on a loopback
 // port, on o.DB, until the Conn is closed. It takes no part in the data
-// dir's lock and does not advertise (see the package doc).
-func StartEmbedded(ctx context.Context, o Options) (*Conn, error) {
+// dir's lock and does not advertise (see package localbackend's doc).
+func StartEmbedded(ctx context.Context, o localbackend.Options) (*localbackend.Conn, error) {
 	st, err := OpenStore(ctx, o.DB)
 	if err != nil {
 		return nil, fmt.Errorf("embedded backend: %w", err)
@@ -135,7 +85,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Conn, error) {
 		st.Close()
 		return nil, fmt.Errorf("embedded backend: %w", err)
 	}
-	srv := NewServer(st, o)
+	srv := New(st, o)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -150,10 +100,38 @@ func StartEmbedded(ctx context.Context, o Options) (*Conn, error) {
 			log.Error("embedded backend stopped", "err", err)
 		}
 	}()
-	url := "http://" + ln.Addr().String()
-	return &Conn{URL: url, Dashboard: url, Token: o.Token, Embedded: true, stop: sync.OnceFunc(func() {
+	return localbackend.NewConn("http://"+ln.Addr().String(), o.Token, sync.OnceFunc(func() {
 		cancel()
 		<-done
 		st.Close()
-	})}, nil
+	})), nil
 }
+
+// InProcess runs the reference backend in this process: the server code
+// claude-relay-server hands its commands (cli.ServerMain).
+type InProcess struct{}
+
+// Open opens db for `serve`.
+func (InProcess) Open(ctx context.Context, db string) (localbackend.Backend, error) {
+	st, err := OpenStore(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return &opened{st: st}, nil
+}
+
+// StartEmbedded is the package's StartEmbedded.
+func (InProcess) StartEmbedded(ctx context.Context, o localbackend.Options) (*localbackend.Conn, error) {
+	return StartEmbedded(ctx, o)
+}
+
+// opened is an opened serve.db.
+type opened struct{ st store.Store }
+
+var _ localbackend.Backend = (*opened)(nil)
+
+func (b *opened) Serve(ctx context.Context, ln net.Listener, o localbackend.Options) error {
+	return backend.Serve(ctx, ln, New(b.st, o))
+}
+
+func (b *opened) Close() error { return b.st.Close() }

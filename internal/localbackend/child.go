@@ -2,16 +2,14 @@ package localbackend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,11 +21,6 @@ import (
 	"github.com/claude-relay/claude-relay/internal/tokens"
 	"github.com/claude-relay/claude-relay/internal/version"
 )
-
-// ServerName is the executable that links the reference backend
-// (cmd/claude-relay-server). claude-relay hands `serve` to it and starts it
-// as a child for the embedded default.
-const ServerName = "claude-relay-server"
 
 // ChildCommand is the hidden command of ServerName that runs the embedded
 // default for the helper that started it (RunChild).
@@ -43,49 +36,6 @@ const (
 
 // maxReadyLine bounds the child's first stdout line.
 const maxReadyLine = 64 << 10
-
-// ServerNotFoundError is ServerPath finding no ServerName.
-type ServerNotFoundError struct {
-	Looked []string // the paths tried
-	Err    error    // why the last one is not it
-}
-
-func (e *ServerNotFoundError) Error() string {
-	return fmt.Sprintf("%s not found beside claude-relay (looked for %s: %v): serve and the embedded default backend run in it; "+
-		"install both executables in one directory (`make build` puts both in bin/, `go install ./cmd/...` both in GOBIN)",
-		ServerName, strings.Join(e.Looked, ", "), e.Err)
-}
-
-func (e *ServerNotFoundError) Unwrap() error { return e.Err }
-
-// ServerPath finds ServerName in the directory of this executable, or of
-// the file it links to. Nowhere else: one found on PATH could be another
-// version's.
-func ServerPath() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", &ServerNotFoundError{Err: err}
-	}
-	dirs := []string{filepath.Dir(exe)}
-	if real, err := filepath.EvalSymlinks(exe); err == nil && filepath.Dir(real) != dirs[0] {
-		dirs = append(dirs, filepath.Dir(real))
-	}
-	nf := &ServerNotFoundError{}
-	for _, d := range dirs {
-		p := filepath.Join(d, ServerName)
-		nf.Looked = append(nf.Looked, p)
-		fi, err := os.Stat(p)
-		switch {
-		case err != nil:
-			nf.Err = err
-		case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
-			nf.Err = fmt.Errorf("not an executable file (mode %v)", fi.Mode())
-		default:
-			return p, nil
-		}
-	}
-	return "", nf
-}
 
 // Child is an embedded default to start as a child process.
 type Child struct {
@@ -215,7 +165,7 @@ func StartChild(ctx context.Context, c Child) (*Conn, error) {
 		kill()
 		return nil, fmt.Errorf("embedded backend: start %s: %w", c.Path, err)
 	}
-	ch := &child{stdin: stdin, exited: make(chan struct{}), log: log}
+	ch := &child{stdin: stdin, exited: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		if ch.up.Load() && !ch.closing.Load() {
@@ -249,7 +199,7 @@ func StartChild(ctx context.Context, c Child) (*Conn, error) {
 	case r := <-ready.got:
 		if r.Error != "" || r.URL == "" {
 			stop()
-			return nil, &ChildError{Msg: cmpOr(r.Error, "no address in its ready line")}
+			return nil, &ChildError{Msg: cmp.Or(r.Error, "embedded backend: no address in its ready line")}
 		}
 		if r.Version != version.Version {
 			log.Warn("claude-relay-server and claude-relay are of different versions; install them together",
@@ -277,13 +227,6 @@ type ChildError struct{ Msg string }
 
 func (e *ChildError) Error() string { return e.Msg }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // child is the helper's side of a started child.
 type child struct {
 	mu      sync.Mutex // serialises writes to stdin, and Close's close of it
@@ -292,7 +235,6 @@ type child struct {
 	closing atomic.Bool
 	exited  chan struct{}
 	waitErr error // set before exited closes
-	log     *slog.Logger
 }
 
 // send writes one spec line, unless Close has begun.

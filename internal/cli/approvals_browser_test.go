@@ -144,7 +144,9 @@ func dashboardApprovalSetup(t *testing.T, command, final string) (string, *extPr
 		chromedp.SendKeys(chromedp.ID("token"), approveToken),
 		chromedp.Click(chromedp.ID("login")),
 	))
-	browser.WaitJS(t, ctx, `location.pathname === "/approvals" && document.body.dataset.pendingApprovals === "0"`, 30*time.Second)
+	// The login line comes from its own request (/api/whoami), which may
+	// answer after the list's.
+	browser.WaitJS(t, ctx, `location.pathname === "/approvals" && document.body.dataset.pendingApprovals === "0" && !document.getElementById("who").hidden`, 30*time.Second)
 	who, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('who').textContent`))
 	if err != nil || !strings.Contains(who, "approve") {
 		t.Errorf("the page does not say this login may approve: %q (%v)", who, err)

@@ -18,8 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/claude-relay/claude-relay/internal/backend"
-	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/wire"
 )
 
 // auditTokenEnv holds a token with the audit scope for `audit export`
@@ -172,7 +171,7 @@ func auditOutput(a *App, out string) (io.Writer, func(ok bool) error, error) {
 func exportAudit(ctx context.Context, c *http.Client, base, tok string, o auditExportOptions, w io.Writer) (int, error) {
 	after, total := o.after, 0
 	for {
-		q := url.Values{"limit": {strconv.Itoa(store.MaxAuditLimit)}}
+		q := url.Values{"limit": {strconv.Itoa(wire.MaxAuditPage)}}
 		for k, v := range map[string]string{"from": o.from, "to": o.to, "project": o.project, "after": after} {
 			if v != "" {
 				q.Set(k, v)
@@ -183,7 +182,7 @@ func exportAudit(ctx context.Context, c *http.Client, base, tok string, o auditE
 		if err != nil {
 			return total, err
 		}
-		if n < store.MaxAuditLimit {
+		if n < wire.MaxAuditPage {
 			return total, nil
 		}
 		after = next
@@ -238,7 +237,7 @@ func auditPage(ctx context.Context, c *http.Client, u, tok string, w io.Writer) 
 			return n, "", fmt.Errorf("audit export: read the answer: %w", err)
 		}
 	}
-	next := resp.Trailer.Get(backend.AuditNextHeader)
+	next := resp.Trailer.Get(wire.AuditNextHeader)
 	if next == "" && last != nil {
 		var rec struct {
 			Cursor string `json:"cursor"`

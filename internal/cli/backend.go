@@ -23,7 +23,9 @@ func (a *App) backend(ctx context.Context) (*backendConn, error) {
 }
 
 // localBackend returns the data dir's own backend, whatever backend.url
-// says: its serve, or else the embedded default started here.
+// says: its serve, or else the embedded default started here (in this
+// process in claude-relay-server; in claude-relay, as a child running
+// claude-relay-server).
 func (a *App) localBackend(ctx context.Context) (*backendConn, error) {
 	c := a.loaded.Config
 	tok, err := a.helperToken()
@@ -38,7 +40,13 @@ func (a *App) localBackend(ctx context.Context) (*backendConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := localbackend.StartEmbedded(ctx, a.localBackendOptions(c.Serve.DB, serveTok))
+	o := a.localBackendOptions(c.Serve.DB, serveTok)
+	var conn *backendConn
+	if a.server != nil {
+		conn, err = a.server.StartEmbedded(ctx, o)
+	} else {
+		conn, err = a.startEmbeddedChild(ctx, o)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -27,16 +27,18 @@ import (
 // The helper benchmarks measure a real claude-relay binary, built once per
 // benchmark from this module, not the test binary.
 
-// buildRelay builds cmd/claude-relay into dir.
+// buildRelay builds cmd/claude-relay, with cmd/claude-relay-server beside
+// it (as make build puts them: the embedded default runs in it), and
+// returns claude-relay's path.
 func buildRelay(b *testing.B) string {
 	b.Helper()
-	out := filepath.Join(b.TempDir(), "claude-relay")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/claude-relay")
+	dir := b.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/claude-relay", "./cmd/claude-relay-server")
 	cmd.Dir = filepath.Join("..", "..") // the module root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, msg)
 	}
-	return out
+	return filepath.Join(dir, "claude-relay")
 }
 
 // agentSDKEntry returns the official Agent SDK's ES module entry, or "".
@@ -189,7 +191,9 @@ func (h *helperProc) stop(b *testing.B) {
 // backend and the pinned CLI (when installed; its --version probe is part
 // of the start); relay-embedded starts the embedded default backend
 // (SQLite) as well; baseline is node loading the official Agent SDK, the
-// least a TypeScript helper must do. MB-rss-idle is VmRSS just after ready.
+// least a TypeScript helper must do. MB-rss-idle is VmRSS just after ready;
+// MB-rss-children that of the processes it started, which is the embedded
+// default's claude-relay-server in relay-embedded.
 func BenchmarkHelper(b *testing.B) {
 	bin := buildRelay(b)
 	backendURL, _ := fastBackend(b, "bench-token")
@@ -225,7 +229,7 @@ process.stdin.resume(); process.stdin.on("end", () => process.exit(0));`, "file:
 
 func benchReady(b *testing.B, start func() *helperProc) {
 	var ready time.Duration
-	var rss float64
+	var rss, children float64
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
@@ -234,12 +238,32 @@ func benchReady(b *testing.B, start func() *helperProc) {
 		ready += time.Since(t0)
 		b.StopTimer()
 		time.Sleep(50 * time.Millisecond) // let start-up work settle
-		rss += procStatus(h.cmd.Process.Pid, "VmRSS")
+		pid := h.cmd.Process.Pid
+		rss += procStatus(pid, "VmRSS")
+		for _, c := range procChildren(pid) {
+			children += procStatus(c, "VmRSS")
+		}
 		h.stop(b)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(ready.Microseconds())/1000/float64(b.N), "ms-to-ready")
 	b.ReportMetric(rss/float64(b.N), "MB-rss-idle")
+	b.ReportMetric(children/float64(b.N), "MB-rss-children")
+}
+
+// procChildren lists pid's child processes (/proc/<pid>/task/*/children).
+func procChildren(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(w); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // fastBackend is the reference backend on an in-memory store: as fast a

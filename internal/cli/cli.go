@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -55,10 +56,33 @@ type App struct {
 	loaded     *config.Loaded
 	live       *config.Live
 	log        *slog.Logger
+
+	// server is the reference backend's code in claude-relay-server
+	// (ServerMain); nil in claude-relay, which hands serve to
+	// claude-relay-server and starts the embedded default in it (server.go).
+	server Server
+	// serveExecErr is why Main could not hand a serve command line to
+	// claude-relay-server.
+	serveExecErr error
+	// embedded is the embedded default this process started as a child,
+	// told of configuration reloads (watchConfig).
+	embedded atomic.Pointer[backendConn]
 }
 
-// Main runs claude-relay with args and returns the exit status.
+// Main runs claude-relay with args and returns the exit status. It links
+// no server code: a serve command line becomes claude-relay-server's
+// (execServer), and the embedded default runs in it as a child.
 func Main(args []string) int {
+	return mainWith(args, nil, execServer(args))
+}
+
+// ServerMain runs claude-relay-server with args: the same commands as
+// Main, with srv, the reference backend, in this process.
+func ServerMain(args []string, srv Server) int {
+	return mainWith(args, srv, nil)
+}
+
+func mainWith(args []string, srv Server, serveExecErr error) int {
 	hardenProcess(os.Stderr)
 	lookup, err := tokenFromFD(os.LookupEnv)
 	if err != nil {
@@ -66,7 +90,7 @@ func Main(args []string) int {
 		return exitUsage
 	}
 	app := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: lookup, Environ: os.Environ,
-		Getwd: os.Getwd, Signals: notify}
+		Getwd: os.Getwd, Signals: notify, server: srv, serveExecErr: serveExecErr}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return app.Run(ctx, args)
@@ -142,6 +166,9 @@ func (a *App) rootCommand() *cobra.Command {
 	pf.String("log-level", "", "debug, info, warn or error")
 	pf.String("log-format", "", "text or json")
 	root.AddCommand(newVersionCmd(a), newConfigCmd(a), newDoctorCmd(a), newSpoolCmd(a), newExtensionCmd(a), newRunCmd(a), newServeCmd(a), newTerminalCmd(a), newHookPostCmd(a), newACPCmd(a), newTokenCmd(a), newAuditCmd(a))
+	if a.server != nil {
+		root.AddCommand(newEmbeddedBackendCmd(a))
+	}
 	return root
 }
 

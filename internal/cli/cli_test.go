@@ -12,6 +12,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/claude-relay/claude-relay/internal/localbackend"
+	"github.com/claude-relay/claude-relay/internal/localbackend/server"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
@@ -22,13 +24,40 @@ import (
 const envTestMain = "CLAUDE_RELAY_TEST_MAIN"
 
 func TestMain(m *testing.M) {
+	// First: the server's environment is its helper's, which may carry
+	// the markers below.
+	if filepath.Base(os.Args[0]) == localbackend.ServerName {
+		os.Exit(ServerMain(os.Args[1:], server.InProcess{}))
+	}
 	fakecli.RunIfHelper() // the benchmarks' fake CLI
 	if os.Getenv(envTestMain) == "1" {
 		os.Exit(Main(os.Args[1:]))
 	}
+	if filepath.Base(os.Args[0]) != "claude-relay" { // go test's run, not a script's command
+		linkServer()
+	}
 	testscript.Main(m, map[string]func(){
-		"claude-relay": func() { os.Exit(Main(os.Args[1:])) },
+		"claude-relay":          func() { os.Exit(Main(os.Args[1:])) },
+		localbackend.ServerName: func() { os.Exit(ServerMain(os.Args[1:], server.InProcess{})) },
 	})
+}
+
+// linkServer puts this test binary beside itself as claude-relay-server,
+// where claude-relay looks for it (localbackend.ServerPath): the tests'
+// Apps and claude-relay processes (envTestMain) then start it for the
+// embedded default and serve, as claude-relay does, and TestMain runs it
+// as the server. testscript's claude-relay has its own copy beside it.
+func linkServer() {
+	exe, err := os.Executable()
+	if err == nil {
+		link := filepath.Join(filepath.Dir(exe), localbackend.ServerName)
+		_ = os.Remove(link) // another build's, from a reused directory
+		err = os.Link(exe, link)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cannot put the test binary beside itself as %s (%v): tests of the embedded default and serve will fail\n",
+			localbackend.ServerName, err)
+	}
 }
 
 // txtarScript is what the scripted Messages API of every script answers

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 )
 
 // stdinAttack runs as an unprivileged user. It starts the helper with a
@@ -22,6 +24,12 @@ grep -q '"event":"ready"' out.ndjson || { echo "never-ready"; cat err.log; exit 
 if ( printf '%s\n' '{"action":"status","request_id":"forged-from-proc"}' > /proc/$pid/fd/0 ) 2>/dev/null; then echo fd0-wrote; else echo fd0-refused; fi
 if cat /proc/$pid/environ > /dev/null 2>&1; then echo environ-read; else echo environ-refused; fi
 if cat /proc/$pid/mem > /dev/null 2>&1; then echo mem-read; else echo mem-refused; fi
+# The embedded default's server reads its options, tokens included, from
+# its stdin: closed alike.
+server=
+for c in $(cat /proc/$pid/task/*/children); do grep -q embedded-backend /proc/$c/cmdline 2>/dev/null && server=$c; done
+if [ -z "$server" ]; then echo no-server
+elif ( printf '%s\n' '{"serve_tokens":[{"token":"forged"}]}' > /proc/$server/fd/0 ) 2>/dev/null; then echo server-fd0-wrote; else echo server-fd0-refused; fi
 sleep 1
 kill $pid 2>/dev/null
 `
@@ -48,7 +56,9 @@ func TestHelperStdinClosedToItsUser(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	bin := filepath.Join(dir, "claude-relay")
 	copyFile(t, os.Args[0], bin)
-	for _, p := range []string{dir, bin} {
+	server := filepath.Join(dir, localbackend.ServerName) // the embedded default runs in it
+	copyFile(t, os.Args[0], server)
+	for _, p := range []string{dir, bin, server} {
 		if err := os.Chmod(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +73,7 @@ func TestHelperStdinClosedToItsUser(t *testing.T) {
 		t.Fatalf("the attack script: %v\n%s", err, got)
 	}
 	res := strings.Fields(string(got))
-	want := []string{"fd0-refused", "environ-refused", "mem-refused"}
+	want := []string{"fd0-refused", "environ-refused", "mem-refused", "server-fd0-refused"}
 	if strings.Join(res, " ") != strings.Join(want, " ") {
 		out, _ := os.ReadFile(filepath.Join(dir, "out.ndjson"))
 		t.Errorf("as the helper's own user: %q, want %q\nhelper stdout:\n%s", res, want, out)

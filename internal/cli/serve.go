@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/claude-relay/claude-relay/config"
-	"github.com/claude-relay/claude-relay/internal/backend"
 	"github.com/claude-relay/claude-relay/internal/localbackend"
 )
 
@@ -35,7 +34,9 @@ func newServeCmd(a *App) *cobra.Command {
 			"ingests only. To decide approvals from the dashboard or a phone, create one with\n" +
 			"`claude-relay token create --scope approve`; serve picks it up without a restart.\n" +
 			"With serve.notify_url set, each new pending approval is pushed there (ntfy-style), linking\n" +
-			"to serve.public_url (default: the address serve listens on).",
+			"to serve.public_url (default: the address serve listens on).\n\n" +
+			"The backend is claude-relay-server, installed beside claude-relay: claude-relay serve\n" +
+			"becomes claude-relay-server serve (the same process), so helpers need not load its libraries.",
 		Example: "  claude-relay serve\n" +
 			"  CLAUDE_RELAY_SERVE_TOKENS=$(openssl rand -hex 32) CLAUDE_RELAY_SERVE_ALLOWED_HOSTS=relay.lan claude-relay serve --addr :8787\n" +
 			"  claude-relay --data-dir ~/relay-pg serve --addr 127.0.0.1:8788 --db postgres://relay@localhost/relay",
@@ -55,6 +56,12 @@ func runServe(ctx context.Context, a *App, o serveOptions) error {
 	if o.db == "" {
 		o.db = c.Serve.DB
 	}
+	// Only claude-relay-server gets here with the backend's code (Main hands
+	// serve to it); without it, nothing is touched.
+	srv, err := a.serverCode()
+	if err != nil {
+		return err
+	}
 	// The lock comes first: a second serve must not open the database,
 	// listen, or touch serve.json before it knows it is the only one.
 	lock, err := localbackend.Acquire(ctx, c.DataDir)
@@ -66,11 +73,11 @@ func runServe(ctx context.Context, a *App, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := localbackend.OpenStore(ctx, o.db)
+	be, err := srv.Open(ctx, o.db)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer be.Close()
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another program, or the serve of another data dir, on it? pick a free address with --addr)", o.addr, err)
@@ -87,7 +94,6 @@ func runServe(ctx context.Context, a *App, o serveOptions) error {
 	if bo.PublicURL == "" {
 		bo.PublicURL = dashboard
 	}
-	srv := localbackend.NewServer(st, bo)
 	if err := lock.Advertise(dashboard); err != nil {
 		a.log.Warn("cannot advertise serve in the data dir; run and extension will not find it", "err", err)
 	}
@@ -98,7 +104,7 @@ func runServe(ctx context.Context, a *App, o serveOptions) error {
 		tokenHint = "token: in " + localbackend.TokenPath(c.DataDir)
 	}
 	fmt.Fprintf(a.Stderr, "claude-relay serve: %s (dashboard %s/, %s, db %s)\n", url, dashboard, tokenHint, redactDB(o.db))
-	return backend.Serve(ctx, ln, srv)
+	return be.Serve(ctx, ln, bo)
 }
 
 // serveLimits sets the backend's limits from c, for serve and the embedded

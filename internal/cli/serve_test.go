@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/localbackend"
+	"github.com/claude-relay/claude-relay/internal/localbackend/server"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 
@@ -137,8 +138,10 @@ func TestServeSecondServeIsRefused(t *testing.T) {
 		t.Errorf("second serve: exit %d, stdout %q, stderr %q; want exit 1 and stderr %q", code, out.String(), errb.String(), want)
 	}
 
-	// In-process too, so the error's fields are checked as well as its text.
+	// In-process too, so the error's fields are checked as well as its text
+	// (as claude-relay-server, which has the backend's code).
 	a := loadedApp(t, envMap(env, dir))
+	a.server = server.InProcess{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // ends it should it serve
 	defer cancel()
 	err := runServe(ctx, a, serveOptions{addr: "127.0.0.1:0"})

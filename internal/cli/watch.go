@@ -18,6 +18,9 @@ func (a *App) watchConfig() func() {
 	w := &config.Watcher{Options: a.loadOpts, Path: path,
 		OnChange: func(l *config.Loaded) {
 			a.live.Apply(l.Config)
+			if c := a.embedded.Load(); c != nil {
+				c.Reload() // a child does not see a.live
+			}
 			a.log.Info("configuration reloaded", "file", path)
 		},
 		OnError: func(err error) { a.log.Error(err.Error()) },

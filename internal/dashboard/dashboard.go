@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,12 +32,18 @@ var static embed.FS
 //go:embed login.html
 var loginHTML string
 
-var loginTmpl = template.Must(template.New("login").Parse(loginHTML))
+// loginTmpl and notFoundTmpl are parsed on first use, like files: a
+// process that links the dashboard but serves no page pays nothing.
+var loginTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("login").Parse(loginHTML))
+})
 
 //go:embed notfound.html
 var notFoundHTML string
 
-var notFoundTmpl = template.Must(template.New("notfound").Parse(notFoundHTML))
+var notFoundTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("notfound").Parse(notFoundHTML))
+})
 
 // csp allows only our own scripts, styles and connections.
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
@@ -50,7 +57,9 @@ type file struct {
 	ctype string
 }
 
-var files = loadFiles()
+// files are the embedded assets, hashed (for their ETags) on the first
+// request that needs one, not at package init or Register.
+var files = sync.OnceValue(loadFiles)
 
 func loadFiles() map[string]*file {
 	out := make(map[string]*file)
@@ -120,7 +129,7 @@ func Register(mux *http.ServeMux, p Pages) {
 	mux.HandleFunc("GET /cost", servePage("cost.html"))
 	mux.HandleFunc("GET /approvals", servePage("approvals.html"))
 	mux.HandleFunc("GET /static/{name}", func(w http.ResponseWriter, r *http.Request) {
-		f, ok := files[r.PathValue("name")]
+		f, ok := files()[r.PathValue("name")]
 		if !ok || strings.HasSuffix(f.name, ".html") {
 			http.NotFound(w, r)
 			return
@@ -148,7 +157,7 @@ func WriteNotFound(w http.ResponseWriter, status int, data NotFound) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	var buf bytes.Buffer
-	if err := notFoundTmpl.Execute(&buf, data); err != nil {
+	if err := notFoundTmpl().Execute(&buf, data); err != nil {
 		http.Error(w, "not-found page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -156,12 +165,18 @@ func WriteNotFound(w http.ResponseWriter, status int, data NotFound) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// servePage serves the embedded page name; that every page Register names
+// is embedded is TestPagesEmbedded's job, since nothing is looked up before
+// the first request.
 func servePage(name string) http.HandlerFunc {
-	f := files[name]
-	if f == nil {
-		panic("dashboard: no embedded page " + name)
+	return func(w http.ResponseWriter, r *http.Request) {
+		f := files()[name]
+		if f == nil {
+			http.Error(w, "dashboard: no embedded page "+name, http.StatusInternalServerError)
+			return
+		}
+		serveFile(w, r, f)
 	}
-	return func(w http.ResponseWriter, r *http.Request) { serveFile(w, r, f) }
 }
 
 func serveFile(w http.ResponseWriter, r *http.Request, f *file) {
@@ -205,7 +220,7 @@ func WriteLogin(w http.ResponseWriter, status int, data LoginData) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	var buf bytes.Buffer
-	err := loginTmpl.Execute(&buf, struct {
+	err := loginTmpl().Execute(&buf, struct {
 		LoginData
 		Nonce string
 	}{data, nonce})

@@ -8,6 +8,20 @@ import (
 	"testing"
 )
 
+// TestPagesEmbedded: every page Register routes to is embedded (servePage
+// looks a page up on the first request, not when it is registered).
+func TestPagesEmbedded(t *testing.T) {
+	mux := http.NewServeMux()
+	Register(mux, Pages{})
+	for _, path := range []string{"/", "/sessions/abc", "/cost", "/approvals"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "<html") {
+			t.Errorf("%s: %d %.80q", path, rec.Code, rec.Body.String())
+		}
+	}
+}
+
 func TestPagesAndAssets(t *testing.T) {
 	mux := http.NewServeMux()
 	Register(mux, Pages{})
@@ -88,7 +102,7 @@ func TestNotFoundPages(t *testing.T) {
 func TestScriptsNeverInsertHTML(t *testing.T) {
 	bad := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function|parseFromString|createContextualFragment`)
 	allowed := map[string]int{"session-view.js:parseFromString": 1}
-	for name, f := range files {
+	for name, f := range files() {
 		if !strings.HasSuffix(name, ".js") {
 			continue
 		}

@@ -213,21 +213,23 @@ func FuzzGoLexer(f *testing.F) {
 	})
 }
 
-// TestBinaryDoesNotLinkChromaRegistries keeps the helper light: importing
+// TestBinaryDoesNotLinkChromaRegistries keeps the server light: importing
 // chroma/v2/lexers (or styles) runs an init that parses every lexer (or
-// theme) in every claude-relay process.
+// theme) in every claude-relay-server process, the embedded default of
+// each helper among them. (claude-relay links no chroma at all:
+// cmd/claude-relay's tests.)
 func TestBinaryDoesNotLinkChromaRegistries(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go not in PATH:", err)
 	}
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "../../cmd/claude-relay").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "../../cmd/claude-relay-server").CombinedOutput()
 	if err != nil {
-		t.Fatalf("go list -deps ../../cmd/claude-relay: %v\n%s", err, out)
+		t.Fatalf("go list -deps ../../cmd/claude-relay-server: %v\n%s", err, out)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
 		switch pkg {
 		case "github.com/alecthomas/chroma/v2/lexers", "github.com/alecthomas/chroma/v2/styles":
-			t.Errorf("claude-relay links %s, whose init costs every process; use internal/markdown/lexers.go", pkg)
+			t.Errorf("claude-relay-server links %s, whose init costs every process; use internal/markdown/lexers.go", pkg)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Mask replaces a secret.
@@ -81,34 +82,38 @@ const secretName = `(?:token|secret|secret_?key|passw(?:or)?d|_pwd|api_?key|acce
 // separator.
 const quotedOrWord = `(?:"[^"]*"|'[^']*'|[^\s"'&;|]+)`
 
-// rules are the shapes Shapes replaces, in order.
-var rules = []rule{
-	// Provider tokens, whole: GitHub (classic and fine-grained), GitLab,
-	// Slack, Anthropic and OpenAI style sk-…, ours, AWS access key IDs.
-	{re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`)},
-	{re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
-	{re: regexp.MustCompile(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
-	{re: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{12,}`)},
-	{re: regexp.MustCompile(`\bcrly_[A-Za-z0-9_-]{8,}`)},
-	{re: regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`)},
-	// GITHUB_TOKEN=…, SECRET=…, DB_PASSWORD="…", MYSQL_PWD=…, ?auth=…:
-	// the name stays, the value goes. The name must end in the secret
-	// word, so max_tokens=5 stays.
-	{re: regexp.MustCompile(`(?i)(\b[a-z0-9_]*` + secretName + `=)` + quotedOrWord), keep: 1},
-	// The JSON form: "password": "…".
-	{re: regexp.MustCompile(`(?i)("[a-z0-9_-]*` + secretName + `"\s*:\s*")(?:[^"\\]|\\.)*"`), keep: 1, suffix: `"`},
-	// --password=…, --password …, and the like.
-	{re: regexp.MustCompile(`(?i)(--(?:password|passwd|pass|token|secret|api-key|apikey)(?:=|\s+))` + quotedOrWord), keep: 1},
-	// mysql -pPASSWORD (glued to -p; "-p" alone prompts), sshpass -p PW.
-	// Only after those commands: elsewhere -p… is an option (find -print0).
-	{re: regexp.MustCompile(`(?i)(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb|mariadb-dump)\b[^|;&\n]*?\s-p)` + quotedOrWord), keep: 1},
-	{re: regexp.MustCompile(`(\bsshpass\s+-p\s*)` + quotedOrWord), keep: 1},
-	// scheme://user:password@host: the user stays.
-	{re: regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+@`), keep: 1, suffix: "@"},
-	// Authorization: Bearer …, Basic …; a Bearer credential anywhere.
-	{re: regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}`), keep: 1},
-	{re: regexp.MustCompile(`(?i)(\bauthorization:\s*basic\s+)[A-Za-z0-9+/=]+`), keep: 1},
-}
+// rules are the shapes Shapes replaces, in order. They are compiled on
+// first use: every process links this package (logging redacts), and most
+// (`version`, `hook-post`) never redact a line.
+var rules = sync.OnceValue(func() []rule {
+	return []rule{
+		// Provider tokens, whole: GitHub (classic and fine-grained), GitLab,
+		// Slack, Anthropic and OpenAI style sk-…, ours, AWS access key IDs.
+		{re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})`)},
+		{re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_-]{20,}`)},
+		{re: regexp.MustCompile(`\bxox[abpr]-[A-Za-z0-9-]{10,}`)},
+		{re: regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{12,}`)},
+		{re: regexp.MustCompile(`\bcrly_[A-Za-z0-9_-]{8,}`)},
+		{re: regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`)},
+		// GITHUB_TOKEN=…, SECRET=…, DB_PASSWORD="…", MYSQL_PWD=…, ?auth=…:
+		// the name stays, the value goes. The name must end in the secret
+		// word, so max_tokens=5 stays.
+		{re: regexp.MustCompile(`(?i)(\b[a-z0-9_]*` + secretName + `=)` + quotedOrWord), keep: 1},
+		// The JSON form: "password": "…".
+		{re: regexp.MustCompile(`(?i)("[a-z0-9_-]*` + secretName + `"\s*:\s*")(?:[^"\\]|\\.)*"`), keep: 1, suffix: `"`},
+		// --password=…, --password …, and the like.
+		{re: regexp.MustCompile(`(?i)(--(?:password|passwd|pass|token|secret|api-key|apikey)(?:=|\s+))` + quotedOrWord), keep: 1},
+		// mysql -pPASSWORD (glued to -p; "-p" alone prompts), sshpass -p PW.
+		// Only after those commands: elsewhere -p… is an option (find -print0).
+		{re: regexp.MustCompile(`(?i)(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mariadb|mariadb-dump)\b[^|;&\n]*?\s-p)` + quotedOrWord), keep: 1},
+		{re: regexp.MustCompile(`(\bsshpass\s+-p\s*)` + quotedOrWord), keep: 1},
+		// scheme://user:password@host: the user stays.
+		{re: regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s/@]+@`), keep: 1, suffix: "@"},
+		// Authorization: Bearer …, Basic …; a Bearer credential anywhere.
+		{re: regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{8,}`), keep: 1},
+		{re: regexp.MustCompile(`(?i)(\bauthorization:\s*basic\s+)[A-Za-z0-9+/=]+`), keep: 1},
+	}
+})
 
 // minShape is the shortest text any rule can match ("SECRET=x" is 8).
 const minShape = 8
@@ -122,12 +127,12 @@ func Shapes(s string) string {
 	if len(s) < minShape {
 		return s
 	}
-	for _, r := range rules {
+	for _, r := range rules() {
 		s = replace(s, r)
 	}
 	var b strings.Builder
 	last := 0
-	for _, m := range entropyWords.FindAllStringIndex(s, -1) {
+	for _, m := range entropyWords().FindAllStringIndex(s, -1) {
 		w := s[m[0]:m[1]]
 		// A named digest ("sha256:<hex>", as approvals' input_sha256 and
 		// the helper's refusals print it) is no secret.
@@ -170,8 +175,9 @@ func replace(s string, r rule) string {
 }
 
 // entropyWords are the candidates for HighEntropy: runs of the base64 and
-// hex alphabets ('=' only as padding), at least minEntropyLen long.
-var entropyWords = regexp.MustCompile(`[A-Za-z0-9+/_-]{32,}={0,2}`)
+// hex alphabets ('=' only as padding), at least minEntropyLen long;
+// compiled on first use, like rules.
+var entropyWords = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[A-Za-z0-9+/_-]{32,}={0,2}`) })
 
 // Thresholds of HighEntropy, in bits per character of Shannon entropy. A
 // random 32-character hex string scores 3.0 to 3.9, a random base64 one

@@ -94,5 +94,6 @@ func AuditLimit(n int) int {
 	return n
 }
 
-// MaxAuditLimit bounds a page: a request is one read transaction.
-const MaxAuditLimit = 5000
+// MaxAuditLimit bounds a page (wire.MaxAuditPage): a request is one read
+// transaction.
+const MaxAuditLimit = wire.MaxAuditPage

@@ -199,12 +199,13 @@ func decodeSum(h string, out *[sha256.Size]byte) error {
 }
 
 // namePattern is what a token name may be: it shows in the timeline as
-// "dashboard:<name>", so no ':' and no spaces.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// "dashboard:<name>", so no ':' and no spaces. Compiled on first use: every
+// claude-relay process links this package, few name a token.
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // CheckName says whether name can name a token.
 func CheckName(name string) error {
-	if !namePattern.MatchString(name) {
+	if !namePattern().MatchString(name) {
 		return fmt.Errorf("%w %q: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", ErrBadName, name)
 	}
 	return nil

@@ -51,7 +51,8 @@ export function binaries(): Binaries | undefined {
   const dir = tempDir("claude-relay-vscode-bin-");
   const out = { helper: join(dir, "claude-relay"), mockapi: join(dir, "mockapi") };
   try {
-    execFileSync("go", ["build", "-o", out.helper, "./cmd/claude-relay"], { cwd: repoRoot(), stdio: "pipe" });
+    // claude-relay-server beside the helper: the embedded default backend runs in it.
+    execFileSync("go", ["build", "-o", `${dir}/`, "./cmd/claude-relay", "./cmd/claude-relay-server"], { cwd: repoRoot(), stdio: "pipe" });
     execFileSync("go", ["build", "-o", out.mockapi, "./internal/testkit/mockapi/cmd/mockapi"], { cwd: repoRoot(), stdio: "pipe" });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: Buffer };

@@ -1,10 +1,9 @@
-package localbackend
+package server
 
 import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,47 +13,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/claude-relay/claude-relay/config"
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 	"github.com/claude-relay/claude-relay/internal/tokens"
 )
 
 func TestMain(m *testing.M) {
 	// Conn.Close must stop the embedded backend's goroutines.
 	goleak.VerifyTestMain(m)
-}
-
-// TestToken: the generated token is created once (0600) and then reused by
-// every caller, even when they race; an empty file is replaced.
-func TestToken(t *testing.T) {
-	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "data")
-	toks := make([]config.Secret, 8)
-	var wg sync.WaitGroup
-	for i := range toks {
-		wg.Go(func() {
-			tok, err := Token(dir)
-			if err != nil {
-				t.Error(err)
-			}
-			toks[i] = tok
-		})
-	}
-	wg.Wait()
-	for _, tok := range toks {
-		if tok == "" || tok != toks[0] {
-			t.Fatalf("tokens differ or are empty: %q", toks)
-		}
-	}
-	fi, err := os.Stat(TokenPath(dir))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("%s: %v, %v; want mode 0600", TokenPath(dir), fi, err)
-	}
-
-	if err := os.WriteFile(TokenPath(dir), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if tok, err := Token(dir); err != nil || tok == "" || tok == toks[0] {
-		t.Errorf("after emptying the file: %q, %v; want a new token", tok, err)
-	}
 }
 
 // TestStartEmbedded: the embedded default answers on loopback, accepts its
@@ -65,8 +30,8 @@ func TestStartEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
 	live := []config.ServeToken{{Token: "configured"}}
-	c, err := StartEmbedded(context.Background(), Options{
-		DB: "sqlite:" + filepath.Join(dir, "relay.db"), Token: "data-dir-token", TokenFile: TokenPath(dir),
+	c, err := StartEmbedded(context.Background(), localbackend.Options{
+		DB: "sqlite:" + filepath.Join(dir, "relay.db"), Token: "data-dir-token", TokenFile: localbackend.TokenPath(dir),
 		Tokens: func() []config.ServeToken { mu.Lock(); defer mu.Unlock(); return live }})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +77,7 @@ func TestStartEmbedded(t *testing.T) {
 func TestNewServerLeavesTokensAlone(t *testing.T) {
 	backing := make([]config.ServeToken, 1, 4)
 	backing[0] = config.ServeToken{Token: "configured"}
-	accepted := acceptedTokens(Options{Token: "data-dir-token", Tokens: func() []config.ServeToken { return backing }})
+	accepted := acceptedTokens(localbackend.Options{Token: "data-dir-token", Tokens: func() []config.ServeToken { return backing }})
 	if len(accepted) != 2 || backing[:2][1].Token != "" {
 		t.Errorf("accepted %q; the caller's backing array now holds %q", accepted, backing[:2])
 	}
@@ -136,7 +101,7 @@ func TestDataDirTokenScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := StartEmbedded(context.Background(), Options{
+	c, err := StartEmbedded(context.Background(), localbackend.Options{
 		DB: "sqlite:" + filepath.Join(dir, "relay.db"), Token: "data-dir-token", Issued: issued,
 		Tokens: func() []config.ServeToken {
 			return []config.ServeToken{{Name: "ops", Token: "shared-token", Scopes: []tokens.Scope{tokens.Admin}}}
@@ -178,7 +143,7 @@ func TestDataDirTokenScopes(t *testing.T) {
 // a serve.tokens entry (backend.token is both by default), the entry's
 // name and scopes apply.
 func TestSharedValueKeepsConfiguredScopes(t *testing.T) {
-	accepted := acceptedTokens(Options{Token: "same", Tokens: func() []config.ServeToken {
+	accepted := acceptedTokens(localbackend.Options{Token: "same", Tokens: func() []config.ServeToken {
 		return []config.ServeToken{{Name: "default", Token: "same", Scopes: []tokens.Scope{tokens.Admin}}}
 	}})
 	if len(accepted) != 2 || accepted[0].Name != "default" || accepted[1].Name != "" {

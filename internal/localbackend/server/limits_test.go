@@ -1,4 +1,4 @@
-package localbackend
+package server
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 )
 
 // zeros yields n bytes of 'a' without allocating.
@@ -35,7 +36,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 // and store all of it, several times over).
 func TestEmbeddedRefusesAHugeEventUnread(t *testing.T) {
 	ctx := context.Background()
-	conn, err := StartEmbedded(ctx, Options{DB: "sqlite:" + filepath.Join(t.TempDir(), "relay.db"), Token: "embedded-limit-token"})
+	conn, err := StartEmbedded(ctx, localbackend.Options{DB: "sqlite:" + filepath.Join(t.TempDir(), "relay.db"), Token: "embedded-limit-token"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package localbackend
+package server
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 	"github.com/claude-relay/claude-relay/internal/store/sqlite"
 )
 
@@ -13,7 +14,7 @@ import (
 // serve.db, lets other users list or change it: the files in it are 0600,
 // but a directory others may write lets them replace those files, and one
 // they may read tells them what is there.
-func warnLooseDirs(o Options) {
+func warnLooseDirs(o localbackend.Options) {
 	log := o.Logger
 	if log == nil {
 		return

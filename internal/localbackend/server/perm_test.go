@@ -1,7 +1,8 @@
-package localbackend
+package server
 
 import (
 	"bytes"
+	"github.com/claude-relay/claude-relay/internal/localbackend"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ func TestWarnLooseDirs(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	o := Options{DataDir: data, DB: "sqlite:" + filepath.Join(dbDir, "relay.db"), Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	o := localbackend.Options{DataDir: data, DB: "sqlite:" + filepath.Join(dbDir, "relay.db"), Logger: slog.New(slog.NewTextHandler(&buf, nil))}
 	warnLooseDirs(o)
 	if buf.Len() != 0 {
 		t.Fatalf("private directories warned about:\n%s", buf.String())

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/config"
-	"github.com/claude-relay/claude-relay/internal/backend"
-	"github.com/claude-relay/claude-relay/internal/backend/memstore"
-	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/server/backend"
+	"github.com/claude-relay/claude-relay/internal/server/backend/memstore"
+	"github.com/claude-relay/claude-relay/internal/server/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"

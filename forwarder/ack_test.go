@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/server/backend"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 

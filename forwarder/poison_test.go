@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/config"
-	"github.com/claude-relay/claude-relay/internal/backend"
-	"github.com/claude-relay/claude-relay/internal/backend/memstore"
+	"github.com/claude-relay/claude-relay/internal/server/backend"
+	"github.com/claude-relay/claude-relay/internal/server/backend/memstore"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 

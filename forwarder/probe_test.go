@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/claude-relay/claude-relay/internal/backend"
+	"github.com/claude-relay/claude-relay/internal/server/backend"
 )
 
 // TestProbe: only a claude-relay backend that takes the token passes; a

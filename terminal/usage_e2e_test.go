@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/server/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/tmux"
 	"github.com/claude-relay/claude-relay/internal/wire"

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/claude-relay/claude-relay/internal/cli"
-	"github.com/claude-relay/claude-relay/internal/localbackend/server"
+	"github.com/claude-relay/claude-relay/internal/server"
 )
 
 func main() {

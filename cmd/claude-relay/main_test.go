@@ -21,11 +21,11 @@ const initBudget = 1 << 20
 // backend's, which claude-relay-server has (their init and memory would be
 // every helper's). A prefix covers the package and those under it.
 var serverOnly = []string{
-	"github.com/claude-relay/claude-relay/internal/backend",
-	"github.com/claude-relay/claude-relay/internal/store",
-	"github.com/claude-relay/claude-relay/internal/dashboard",
-	"github.com/claude-relay/claude-relay/internal/markdown",
-	"github.com/claude-relay/claude-relay/internal/localbackend/server",
+	"github.com/claude-relay/claude-relay/internal/server/backend",
+	"github.com/claude-relay/claude-relay/internal/server/store",
+	"github.com/claude-relay/claude-relay/internal/server/dashboard",
+	"github.com/claude-relay/claude-relay/internal/server/markdown",
+	"github.com/claude-relay/claude-relay/internal/server",
 	"github.com/yuin/goldmark",
 	"github.com/microcosm-cc/bluemonday",
 	"github.com/alecthomas/chroma",

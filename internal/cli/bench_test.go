@@ -18,8 +18,8 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/extension"
-	"github.com/claude-relay/claude-relay/internal/backend"
-	"github.com/claude-relay/claude-relay/internal/backend/memstore"
+	"github.com/claude-relay/claude-relay/internal/server/backend"
+	"github.com/claude-relay/claude-relay/internal/server/backend/memstore"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/claude-relay/claude-relay/internal/localbackend"
-	"github.com/claude-relay/claude-relay/internal/localbackend/server"
+	"github.com/claude-relay/claude-relay/internal/server"
 	"github.com/claude-relay/claude-relay/internal/testkit/fakecli"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"

@@ -26,7 +26,7 @@ import (
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
 	"github.com/claude-relay/claude-relay/internal/localbackend"
-	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/server/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/browser"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"

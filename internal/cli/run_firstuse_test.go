@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/claude-relay/claude-relay/internal/store/sqlite"
+	"github.com/claude-relay/claude-relay/internal/server/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/claude-relay/claude-relay/internal/store/sqlite"
+	"github.com/claude-relay/claude-relay/internal/server/store/sqlite"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )

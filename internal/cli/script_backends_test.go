@@ -14,8 +14,8 @@ import (
 
 	"github.com/claude-relay/claude-relay/config"
 	"github.com/claude-relay/claude-relay/forwarder"
-	"github.com/claude-relay/claude-relay/internal/backend"
-	"github.com/claude-relay/claude-relay/internal/backend/memstore"
+	"github.com/claude-relay/claude-relay/internal/server/backend"
+	"github.com/claude-relay/claude-relay/internal/server/backend/memstore"
 )
 
 // backendScriptCmds are the scripts' backends and spool fixtures:

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/localbackend"
-	"github.com/claude-relay/claude-relay/internal/localbackend/server"
+	"github.com/claude-relay/claude-relay/internal/server"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 )
 

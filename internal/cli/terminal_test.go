@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/claude-relay/claude-relay/extension"
-	"github.com/claude-relay/claude-relay/internal/store/sqlite"
+	"github.com/claude-relay/claude-relay/internal/server/store/sqlite"
 )
 
 // TestTerminalCommandInheritsConfig: a terminal the extension opens must

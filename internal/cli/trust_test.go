@@ -13,7 +13,7 @@ import (
 
 	"github.com/claude-relay/claude-relay/executor"
 	"github.com/claude-relay/claude-relay/extension"
-	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/server/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"

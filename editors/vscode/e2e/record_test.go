@@ -23,7 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/claude-relay/claude-relay/internal/localbackend"
-	"github.com/claude-relay/claude-relay/internal/store"
+	"github.com/claude-relay/claude-relay/internal/server/store"
 	"github.com/claude-relay/claude-relay/internal/testkit/browser"
 	"github.com/claude-relay/claude-relay/internal/testkit/poll"
 	"github.com/claude-relay/claude-relay/internal/wire"

@@ -1,5 +1,5 @@
 // The workspace's recent conversations, from the backend's read API
-// (GET /api/sessions, GET /api/sessions/{id}/events; internal/backend):
+// (GET /api/sessions, GET /api/sessions/{id}/events; internal/server/backend):
 // the sessions that have a Claude conversation ID and whose first run
 // (relay.run_started's cwd) was in one of the workspace's folders. No vscode
 // import: fetch is passed in.

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
 import { BackendError, describeConversation, recentConversations, within } from "../../src/ui/sessions";
 
-// A stand-in for `claude-relay serve`'s read API (internal/backend/read.go):
+// A stand-in for `claude-relay serve`'s read API (internal/server/backend/read.go):
 // the same paths, auth and JSON shapes.
 const sessions = [
   {

@@ -1,0 +1,48 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/claude-relay/claude-relay/internal/server/store"
+)
+
+// testClaimNotice: of concurrent claimers of one key exactly one wins, a
+// later claim loses, and another key is claimed on its own.
+func testClaimNotice(t *testing.T, s store.Store) {
+	NoticeRace(t, []store.Store{s}, "budget:*:day:2026-03-10:warning", 16)
+	if ok, err := s.ClaimNotice(context.Background(), "budget:*:day:2026-03-10:warning"); ok || err != nil {
+		t.Errorf("ClaimNotice(claimed) = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := s.ClaimNotice(context.Background(), "budget:*:day:2026-03-10:exhausted"); !ok || err != nil {
+		t.Errorf("ClaimNotice(other key) = %v, %v; want true, nil", ok, err)
+	}
+}
+
+// NoticeRace: of n claimers of key per store, exactly one gets true.
+func NoticeRace(t *testing.T, stores []store.Store, key string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for _, s := range stores {
+		for range n {
+			wg.Go(func() {
+				ok, err := s.ClaimNotice(context.Background(), key)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					t.Errorf("ClaimNotice: %v", err)
+				}
+				if ok {
+					won++
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if won != 1 {
+		t.Errorf("%d claims of %q granted, want exactly one", won, key)
+	}
+}

@@ -11,21 +11,30 @@ import (
 	"github.com/claude-relay/claude-relay/internal/testkit/realcli"
 )
 
+// refusedByBilling runs the command args with ANTHROPIC_API_KEY set (the
+// real CLI on the scripted API) and claude.billing subscription, posting
+// to a recording backend.
+func refusedByBilling(t *testing.T, args ...string) (*recordingBackend, *mockapi.Server, int, *strings.Builder, *strings.Builder) {
+	t.Helper()
+	cli := realcli.RealCLI(t)
+	api := mockapi.New(t, mockapi.Script{mockapi.TextTurn("should not be asked")})
+	be := &recordingBackend{}
+	srv := httptest.NewServer(be)
+	t.Cleanup(srv.Close)
+	cwd := t.TempDir()
+	cli.TrustDir(cwd)
+	env := map[string]string{"HOME": t.TempDir(), "CLAUDE_RELAY_BACKEND_URL": srv.URL, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path,
+		"PATH": os.Getenv("PATH"), "CLAUDE_RELAY_CLAUDE_BILLING": "subscription"}
+	code, out, errb := runApp(t, env, cli.Env(t, api.URL()), cwd, args...)
+	return be, api, code, out, errb
+}
+
 // `claude-relay run` with ANTHROPIC_API_KEY set and claude.billing
 // subscription: the run stops before the scripted API gets a request, exits
 // with billing.ExitStatus saying which credential it found, and the backend
 // gets relay.billing_source, relay.billing_refused and relay.run_failed.
 func TestRunBillingGuard(t *testing.T) {
-	cli := realcli.RealCLI(t)
-	api := mockapi.New(t, mockapi.Script{mockapi.TextTurn("should not be asked")})
-	be := &recordingBackend{}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
-	cwd := t.TempDir()
-	cli.TrustDir(cwd)
-	env := map[string]string{"HOME": t.TempDir(), "CLAUDE_RELAY_BACKEND_URL": srv.URL, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path,
-		"PATH": os.Getenv("PATH"), "CLAUDE_RELAY_CLAUDE_BILLING": "subscription"}
-	code, out, errb := runApp(t, env, cli.Env(t, api.URL()), cwd, "run", "--max-turns=2", "hello")
+	be, api, code, out, errb := refusedByBilling(t, "run", "--max-turns=2", "hello")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	if n := len(api.Requests()); n != 0 {
 		t.Fatalf("the scripted API got %d requests", n)
@@ -77,16 +86,7 @@ func TestDoctorReportsBilling(t *testing.T) {
 // interactive CLI never starts, the scripted API gets nothing, and the exit
 // status and line are `run`'s; the backend gets the refusal.
 func TestTerminalBillingGuard(t *testing.T) {
-	cli := realcli.RealCLI(t)
-	api := mockapi.New(t, mockapi.Script{mockapi.TextTurn("should not be asked")})
-	be := &recordingBackend{}
-	srv := httptest.NewServer(be)
-	defer srv.Close()
-	cwd := t.TempDir()
-	cli.TrustDir(cwd)
-	env := map[string]string{"HOME": t.TempDir(), "CLAUDE_RELAY_BACKEND_URL": srv.URL, "CLAUDE_RELAY_CLAUDE_PATH": cli.Path,
-		"PATH": os.Getenv("PATH"), "CLAUDE_RELAY_CLAUDE_BILLING": "subscription"}
-	code, out, errb := runApp(t, env, cli.Env(t, api.URL()), cwd, "terminal", "--session=term-bill", "hello")
+	be, api, code, out, errb := refusedByBilling(t, "terminal", "--session=term-bill", "hello")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
 	if n := len(api.Requests()); n != 0 {
 		t.Fatalf("the scripted API got %d requests", n)

@@ -435,17 +435,25 @@ func testClaimNotify(t *testing.T, s store.Store) {
 // ClaimRace: of n claimers per store, exactly one gets true.
 func ClaimRace(t *testing.T, stores []store.Store, approvalID string, n int) {
 	t.Helper()
+	race(t, stores, n, "ClaimNotify("+approvalID+")", func(s store.Store) (bool, error) {
+		return s.ClaimNotify(context.Background(), approvalID)
+	})
+}
+
+// race runs n claims per store at once and wants exactly one granted.
+func race(t *testing.T, stores []store.Store, n int, what string, claim func(store.Store) (bool, error)) {
+	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	won := 0
 	for _, s := range stores {
 		for range n {
 			wg.Go(func() {
-				ok, err := s.ClaimNotify(context.Background(), approvalID)
+				ok, err := claim(s)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
-					t.Errorf("ClaimNotify: %v", err)
+					t.Errorf("%s: %v", what, err)
 				}
 				if ok {
 					won++
@@ -455,6 +463,6 @@ func ClaimRace(t *testing.T, stores []store.Store, approvalID string, n int) {
 	}
 	wg.Wait()
 	if won != 1 {
-		t.Errorf("%d claims granted, want exactly one", won)
+		t.Errorf("%s: %d claims granted, want exactly one", what, won)
 	}
 }

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/claude-relay/claude-relay/internal/server/store"
@@ -23,26 +22,7 @@ func testClaimNotice(t *testing.T, s store.Store) {
 // NoticeRace: of n claimers of key per store, exactly one gets true.
 func NoticeRace(t *testing.T, stores []store.Store, key string, n int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	won := 0
-	for _, s := range stores {
-		for range n {
-			wg.Go(func() {
-				ok, err := s.ClaimNotice(context.Background(), key)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					t.Errorf("ClaimNotice: %v", err)
-				}
-				if ok {
-					won++
-				}
-			})
-		}
-	}
-	wg.Wait()
-	if won != 1 {
-		t.Errorf("%d claims of %q granted, want exactly one", won, key)
-	}
+	race(t, stores, n, "ClaimNotice("+key+")", func(s store.Store) (bool, error) {
+		return s.ClaimNotice(context.Background(), key)
+	})
 }

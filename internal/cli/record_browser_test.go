@@ -662,7 +662,7 @@ func (r *recordEnv) check(t *testing.T, name string, want recWant) {
 		t.Errorf("the list row's status never read %q", want.status)
 	}
 	got := map[string]string{}
-	for k, sel := range map[string]string{"title": ".title-link", "source": "td.source", "status": ".status", "turns": "td:nth-child(7)",
+	for k, sel := range map[string]string{"title": ".title-link", "source": "td.source .src", "status": ".status", "turns": "td:nth-child(7)",
 		"tokens": "td:nth-child(8)", "cost": "td.cost", "model": "td.model"} {
 		got[k] = browser.Eval[string](t, ctx, recJS(browser.ListCell(want.id, sel)))
 	}

@@ -383,7 +383,7 @@ func (d *dashboard) check(t *testing.T, id string, want sessionWant) shown {
 	row := `#sessions tr[data-id=` + jsString(id) + `]`
 	d.navigate(t, "/", `document.body.dataset.state === "ready" && !!document.querySelector(`+jsString(row)+`)`)
 	got := shown{row: map[string]string{}, head: map[string]string{}}
-	for k, sel := range map[string]string{"title": ".title-link", "source": "td.source", "status": ".status",
+	for k, sel := range map[string]string{"title": ".title-link", "source": "td.source .src", "status": ".status",
 		"turns": "td:nth-child(7)", "tokens": "td:nth-child(8)", "cost": "td.cost", "model": "td.model"} {
 		got.row[k] = browser.Eval[string](t, ctx, `(`+browser.ListCell(id, sel)+`) || ''`)
 	}

@@ -1,6 +1,8 @@
 // What an approval offers and what each choice sends: the buttons of a tool
 // or plan approval, its message, the questions of AskUserQuestion, and the
-// content a file tool proposes (for Show Diff). No vscode import.
+// content a file tool proposes (for Show Diff), and what a dashboard-only
+// approval (the central policy's approver: dashboard) says instead. No
+// vscode import.
 import type { ApprovalRequestedEvent as ApprovalEvent } from "../client";
 import { shortId, toolTitle } from "./format";
 
@@ -14,7 +16,9 @@ export type Choice =
   /** Edit/Write/MultiEdit: show vscode.diff, then ask again. */
   | { label: string; action: "diff" }
   /** A plan: ask what to change, then keep_planning with that reason. */
-  | { label: string; action: "keepPlanning" };
+  | { label: string; action: "keepPlanning" }
+  /** A dashboard-only approval: open the dashboard, where it is decided; answers nothing. */
+  | { label: string; action: "openDashboard" };
 
 /** File tools whose proposed content can be shown as a diff. */
 export const DIFF_TOOLS: ReadonlySet<string> = new Set(["Edit", "Write", "MultiEdit"]);
@@ -51,6 +55,11 @@ function optionsOf(e: ApprovalEvent): readonly Decision[] {
  * a plan. A question is answered with a quick pick, not buttons.
  */
 export function approvalChoices(e: ApprovalEvent): Choice[] {
+  if (dashboardOnly(e)) {
+    // The helper answers any approve for it with policy_denied: offering
+    // Allow / Deny would only produce that error.
+    return [{ label: "Open Dashboard", action: "openDashboard" }];
+  }
   const opts = optionsOf(e);
   const out: Choice[] = [];
   if (kindOf(e) === "plan") {
@@ -89,13 +98,53 @@ export function approvalTitle(e: ApprovalEvent): string {
   return title !== "" ? title : toolTitle(e.tool_name, e.input ?? {});
 }
 
+/**
+ * The central policy lets only the dashboard decide e (approver: dashboard):
+ * the extension shows it, but an approve for it gets a policy_denied error.
+ */
+export function dashboardOnly(e: ApprovalEvent): boolean {
+  return e.approver === "dashboard";
+}
+
+/** The policy rule that asked and its reason: "rule Bash(git push *): pushes need review", or "". */
+export function policyOf(e: ApprovalEvent): string {
+  const rule = (e.policy_rule ?? "").trim();
+  const reason = (e.policy_reason ?? "").trim();
+  if (rule === "") {
+    return reason;
+  }
+  return reason === "" ? `rule ${rule}` : `rule ${rule}: ${reason}`;
+}
+
+/** "the team's central policy (rule …: reason) lets only the dashboard decide". */
+function onlyDashboard(e: ApprovalEvent): string {
+  const policy = policyOf(e);
+  return `the team's central policy${policy === "" ? "" : ` (${policy})`} lets only the dashboard decide`;
+}
+
 /** The notification's text; it holds the whole command (or path, or plan). */
 export function approvalMessage(e: ApprovalEvent): string {
   const run = e.run_id ? ` (run ${shortId(e.run_id)})` : "";
+  if (dashboardOnly(e)) {
+    return `Claude Relay: ${e.tool_name}${run} waits for the dashboard: ${approvalTitle(e)} — ${onlyDashboard(e)}.`;
+  }
   if (kindOf(e) === "plan") {
     return `Claude Relay has a plan${run}: ${approvalTitle(e)}`;
   }
   return `Claude Relay wants to use ${e.tool_name}${run}: ${approvalTitle(e)}`;
+}
+
+/** The run's output line when e arrives: who it waits for. */
+export function waitingLine(e: ApprovalEvent): string {
+  if (dashboardOnly(e)) {
+    return `? Waiting for the dashboard: ${approvalTitle(e)} (${onlyDashboard(e)}; "Open Dashboard" to decide it there)`;
+  }
+  return `? Waiting for your answer: ${approvalTitle(e)}`;
+}
+
+/** A policy_denied error's notification: the helper's message says which rule and where to decide. */
+export function policyDeniedMessage(message: string): string {
+  return `Claude Relay: ${message}`;
 }
 
 /**

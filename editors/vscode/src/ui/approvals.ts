@@ -1,17 +1,21 @@
 // Asking approvals: a notification with the whole command (or path, or plan)
 // and the buttons "Allow", "Always", "Deny" (+ "Edit" for Bash, "Show Diff"
 // for file tools; "Accept Edits", "Manual", "Keep Planning" for a plan), or a
-// quick pick of a question's options. Shown as soon as the event arrives,
-// with no extra click.
+// quick pick of a question's options; for an approval only the dashboard may
+// decide (the central policy's approver: dashboard), an information
+// notification with "Open Dashboard" and no answer buttons. Shown as soon as
+// the event arrives, with no extra click.
 import * as vscode from "vscode";
 import {
   answerOf,
   approvalChoices,
   approvalMessage,
   approvalTitle,
+  dashboardOnly,
   editedInput,
   kindOf,
   needsModal,
+  policyDeniedMessage,
   questionsOf,
   type Choice,
   type Decision,
@@ -39,6 +43,13 @@ export interface ApprovalHost {
   cwdOf(e: ApprovalEvent): string | undefined;
   /** Adds a line to the run's output. */
   log(e: ApprovalEvent, line: string): void;
+  /** "Claude Relay: Open Dashboard", where a dashboard-only approval is decided. */
+  openDashboard(): Promise<void>;
+}
+
+/** The code of the helper's error a command was refused with (RelayError), if any. */
+function errorCode(err: unknown): unknown {
+  return typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
 }
 
 export class ApprovalPrompter implements vscode.Disposable {
@@ -53,7 +64,11 @@ export class ApprovalPrompter implements vscode.Disposable {
 
   /** Asks e; never throws (what fails is shown). Asking again shows another prompt; the first answer wins. */
   ask(e: ApprovalEvent): void {
-    const flow = kindOf(e) === "question" ? this.askQuestion(e) : this.askButtons(e);
+    const flow = dashboardOnly(e)
+      ? this.showDashboardOnly(e)
+      : kindOf(e) === "question"
+        ? this.askQuestion(e)
+        : this.askButtons(e);
     flow.catch((err: unknown) => {
       void vscode.window.showErrorMessage(`Claude Relay: asking "${summarize(approvalTitle(e), 80)}" failed: ${String(err)}`);
     });
@@ -82,6 +97,27 @@ export class ApprovalPrompter implements vscode.Disposable {
       picked = await show(message, { modal: false }, ...labels);
     }
     return choices.find((c) => c.label === picked);
+  }
+
+  /**
+   * An approval the extension cannot answer: said as information, with only
+   * "Open Dashboard". The dashboard's decision reaches the run like any made
+   * elsewhere (approval_cancelled), so nothing here waits for it.
+   */
+  private async showDashboardOnly(e: ApprovalEvent): Promise<void> {
+    const message = approvalMessage(e);
+    const labels = approvalChoices(e).map((c) => c.label);
+    const picked = needsModal(message)
+      ? await vscode.window.showInformationMessage(
+          `Claude Relay: ${e.tool_name} waits for the dashboard`,
+          { modal: true, detail: message },
+          ...labels,
+        )
+      : await vscode.window.showInformationMessage(message, { modal: false }, ...labels);
+    if (!this.disposed && picked === "Open Dashboard") {
+      // Opening it after the decision does no harm: it answers nothing.
+      await this.host.openDashboard();
+    }
   }
 
   private async askButtons(e: ApprovalEvent): Promise<void> {
@@ -124,6 +160,10 @@ export class ApprovalPrompter implements vscode.Disposable {
           });
           return;
         }
+        case "openDashboard":
+          // Only a dashboard-only approval offers it, and those are not asked here.
+          await this.host.openDashboard();
+          return;
         case "keepPlanning": {
           const reason = await this.serial(() =>
             vscode.window.showInputBox({
@@ -218,11 +258,25 @@ export class ApprovalPrompter implements vscode.Disposable {
         // Withdrawn while we sent it (an unknown_approval error): nothing to do.
         return;
       }
+      if (errorCode(err) === "policy_denied") {
+        // Not a failure to retry: the team's policy says who decides, and
+        // the helper's message says which rule and where.
+        await this.showPolicyDenied((err as Error).message);
+        return;
+      }
       void vscode.window.showErrorMessage(
         `Claude Relay: answering "${summarize(approvalTitle(e), 80)}" with ${a.decision} failed: ${(err as Error).message}. It still waits: answer it again from the Runs view.`,
       );
     } finally {
       this.diffs.forget(e.approval_id);
+    }
+  }
+
+  /** A policy_denied refusal, with its message and the way to the dashboard. */
+  async showPolicyDenied(message: string): Promise<void> {
+    const pick = await vscode.window.showInformationMessage(policyDeniedMessage(message), "Open Dashboard");
+    if (pick === "Open Dashboard") {
+      await this.host.openDashboard();
     }
   }
 

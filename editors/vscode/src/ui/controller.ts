@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import * as vscode from "vscode";
 import type { ApprovalRequestedEvent, Event, PromptOptions, RestartInfo, Run } from "../client";
-import { approvalTitle } from "./approvalChoices";
+import { waitingLine } from "./approvalChoices";
 import { ApprovalPrompter, type Answer } from "./approvals";
 import type { ProposedDiffs } from "./diffView";
 import { formatCost, formatStreamPayload, shortId, summarize } from "./format";
@@ -45,6 +45,7 @@ export class Controller implements vscode.Disposable {
         isPending: (e) => this.model.isPending(e.run_id ?? "", e.approval_id),
         cwdOf: (e) => this.cwds.get(e.run_id ?? ""),
         log: (e, line) => this.outputs.append(e.run_id ?? "", [line]),
+        openDashboard: () => this.openDashboard(),
       },
       diffs,
     );
@@ -75,7 +76,7 @@ export class Controller implements vscode.Disposable {
       }
       case "approval_requested":
         if (change?.approval) {
-          this.outputs.append(runId, [`? Waiting for your answer: ${approvalTitle(e)}`]);
+          this.outputs.append(runId, [waitingLine(e)]);
           this.approvals.ask(change.approval);
         }
         return;
@@ -134,6 +135,11 @@ export class Controller implements vscode.Disposable {
       return; // the command's promise rejects with it; its caller reports it
     }
     this.log.appendLine(`Helper error (${e.code}): ${e.message}`);
+    if (e.code === "policy_denied") {
+      // The team's policy, not a fault: its message says which rule and where to decide.
+      void this.approvals.showPolicyDenied(e.message);
+      return;
+    }
     if (NOTIFY_ONCE.has(e.code) && !this.notified.has(e.code)) {
       this.notified.add(e.code);
       void vscode.window.showWarningMessage(`Claude Relay: ${e.message}`, "Show Log").then((pick) => {

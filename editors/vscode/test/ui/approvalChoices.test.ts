@@ -5,11 +5,15 @@ import {
   answerOf,
   approvalChoices,
   approvalMessage,
+  dashboardOnly,
   editedInput,
   kindOf,
   needsModal,
+  policyDeniedMessage,
+  policyOf,
   proposedContent,
   questionsOf,
+  waitingLine,
 } from "../../src/ui/approvalChoices";
 
 const appr = (e: Record<string, unknown>): ApprovalRequestedEvent =>
@@ -145,4 +149,62 @@ test("proposed content of Write, Edit and MultiEdit", () => {
   );
   assert.equal(proposedContent("MultiEdit", { edits: [{ old_string: "q", new_string: "b" }] }, "a"), undefined);
   assert.equal(proposedContent("Bash", { command: "x" }, ""), undefined);
+});
+
+const pushEvent = (extra: Record<string, unknown> = {}) =>
+  appr({
+    tool_name: "Bash",
+    kind: "tool",
+    options: ["allow", "allow_always", "deny"],
+    title: "$ git push origin main",
+    input: { command: "git push origin main" },
+    approver: "dashboard",
+    policy_rule: "Bash(git push *)",
+    policy_reason: "pushes need a reviewer",
+    ...extra,
+  });
+
+test("a dashboard-only approval offers only Open Dashboard, whatever its kind and options", () => {
+  const e = pushEvent();
+  assert.ok(dashboardOnly(e));
+  assert.deepEqual(approvalChoices(e), [{ label: "Open Dashboard", action: "openDashboard" }]);
+  for (const tool of ["Edit", "ExitPlanMode", "AskUserQuestion"]) {
+    assert.deepEqual(labels(pushEvent({ tool_name: tool, kind: undefined })), ["Open Dashboard"], tool);
+  }
+  // Without approver, the same event keeps its buttons.
+  const own = pushEvent({ approver: undefined });
+  assert.ok(!dashboardOnly(own));
+  assert.deepEqual(labels(own), ["Allow", "Always", "Deny", "Edit"]);
+});
+
+test("a dashboard-only approval's message and output line name the command, the rule, its reason and who decides", () => {
+  const e = pushEvent();
+  assert.equal(
+    approvalMessage(e),
+    "Claude Relay: Bash (run 0f1e2d3c) waits for the dashboard: $ git push origin main — " +
+      "the team's central policy (rule Bash(git push *): pushes need a reviewer) lets only the dashboard decide.",
+  );
+  assert.ok(!needsModal(approvalMessage(e)));
+  assert.equal(
+    waitingLine(e),
+    "? Waiting for the dashboard: $ git push origin main (the team's central policy " +
+      '(rule Bash(git push *): pushes need a reviewer) lets only the dashboard decide; "Open Dashboard" to decide it there)',
+  );
+  // A rule without a reason, a reason without a rule, neither.
+  assert.equal(policyOf(pushEvent({ policy_reason: undefined })), "rule Bash(git push *)");
+  assert.equal(policyOf(pushEvent({ policy_rule: "" })), "pushes need a reviewer");
+  const bare = pushEvent({ policy_rule: undefined, policy_reason: undefined });
+  assert.equal(policyOf(bare), "");
+  assert.ok(approvalMessage(bare).endsWith("— the team's central policy lets only the dashboard decide."));
+  // A long command still goes to a dialog, whole.
+  assert.ok(needsModal(approvalMessage(pushEvent({ title: `$ git push ${"x".repeat(1000)}` }))));
+});
+
+test("an approval the extension answers says it waits for the user", () => {
+  assert.equal(waitingLine(pushEvent({ approver: undefined })), "? Waiting for your answer: $ git push origin main");
+});
+
+test("a policy_denied error is shown with the helper's own message", () => {
+  const msg = "approval answer refused: the central policy lets only the dashboard decide this approval (rule Bash(git push *))";
+  assert.equal(policyDeniedMessage(msg), `Claude Relay: ${msg}`);
 });

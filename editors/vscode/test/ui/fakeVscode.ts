@@ -67,8 +67,20 @@ export const recorded = {
   output: new Map<string, string[]>(),
   /** Messages shown (information, warning, error). */
   messages: [] as string[],
+  /** The same messages with their severity, options and buttons. */
+  prompts: [] as Prompt[],
   statusBar: { text: "", tooltip: "" as unknown },
 };
+
+export interface Prompt {
+  severity: "information" | "warning" | "error";
+  message: string;
+  options?: { modal?: boolean; detail?: string };
+  buttons: string[];
+}
+
+/** The buttons the next messages are answered with, in order; none left means dismissed. */
+export const picks: (string | undefined)[] = [];
 
 /** The settings getConfiguration() answers with, as "section.key". */
 export const settings = new Map<string, unknown>();
@@ -81,6 +93,8 @@ export function reset(): void {
   recorded.configReads = [];
   recorded.output.clear();
   recorded.messages = [];
+  recorded.prompts = [];
+  picks.length = 0;
   recorded.statusBar = { text: "", tooltip: "" };
   settings.clear();
   commandsById.clear();
@@ -94,10 +108,15 @@ export function changeSettings(section: string): void {
   }
 }
 
-const shown = (msg: string): Promise<undefined> => {
-  recorded.messages.push(msg);
-  return Promise.resolve(undefined);
-};
+const shown =
+  (severity: Prompt["severity"]) =>
+  (msg: string, ...rest: unknown[]): Promise<string | undefined> => {
+    recorded.messages.push(msg);
+    const first = rest[0];
+    const options = typeof first === "object" && first !== null ? (rest.shift() as Prompt["options"]) : undefined;
+    recorded.prompts.push({ severity, message: msg, ...(options !== undefined && { options }), buttons: rest as string[] });
+    return Promise.resolve(picks.shift());
+  };
 
 export const window = {
   activeTextEditor: undefined,
@@ -128,9 +147,9 @@ export const window = {
   createTreeView() {
     return { badge: undefined as unknown, reveal: () => Promise.resolve(), dispose: () => undefined };
   },
-  showInformationMessage: shown,
-  showWarningMessage: shown,
-  showErrorMessage: shown,
+  showInformationMessage: shown("information"),
+  showWarningMessage: shown("warning"),
+  showErrorMessage: shown("error"),
   showInputBox: () => Promise.resolve(undefined),
 };
 

@@ -54,6 +54,19 @@ export class ThemeIcon {
   ) {}
 }
 
+/** Only what Open Dashboard needs: a parsed URL that prints itself. */
+export class Uri {
+  private constructor(private readonly value: string) {}
+
+  static parse(value: string): Uri {
+    return new Uri(value);
+  }
+
+  toString(): string {
+    return this.value;
+  }
+}
+
 export enum StatusBarAlignment {
   Left = 1,
   Right = 2,

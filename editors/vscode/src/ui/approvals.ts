@@ -261,7 +261,7 @@ export class ApprovalPrompter implements vscode.Disposable {
       if (errorCode(err) === "policy_denied") {
         // Not a failure to retry: the team's policy says who decides, and
         // the helper's message says which rule and where.
-        await this.showPolicyDenied((err as Error).message);
+        void this.showPolicyDenied((err as Error).message);
         return;
       }
       void vscode.window.showErrorMessage(

@@ -1,0 +1,99 @@
+//go:build unix
+
+package terminal
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/claude-relay/claude-relay/internal/testkit/mockapi"
+	"github.com/claude-relay/claude-relay/internal/testkit/tmux"
+	"github.com/claude-relay/claude-relay/internal/wire"
+)
+
+// The central policy holds in a visible-terminal run: the real CLI asks our
+// hook before every tool, a deny keeps the file and tells the model why, an
+// allow runs a command the CLI would otherwise ask about, and the embedded
+// backend (serving the helper's own serve.policy) records both decisions.
+func TestE2ETerminalPolicy(t *testing.T) {
+	e := newE2E(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": "rm victim", "description": "Remove victim"}),
+		mockapi.ToolTurn("Bash", map[string]any{"command": "touch allowed-file", "description": "Touch a file"}),
+		mockapi.TextTurn("policy done"),
+	})
+	victim := filepath.Join(e.cwd, "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.env = append(e.env, `CLAUDE_RELAY_SERVE_POLICY=[{"rule":"Bash(rm *)","effect":"deny","reason":"victims stay"},{"rule":"Bash(touch *)","effect":"allow"}]`)
+	const session, interaction = "sess-term-policy", "int-term-policy"
+
+	exitFile := filepath.Join(t.TempDir(), "exit")
+	tm := tmux.Start(t, e.command(exitFile, "terminal", "--session="+session, "--interaction="+interaction, "--cwd="+e.cwd, "Clean up"))
+	// No tool prompt may show: deny and allow are the policy's, not the
+	// person's. Only notices that want Enter are answered.
+	var prompted bool
+	shown := tm.WaitFor(e2eWait, func(scr string) bool {
+		switch {
+		case strings.Contains(scr, "policy done"):
+			return true
+		case strings.Contains(scr, "Do you want to proceed"):
+			prompted = true
+			return true
+		}
+		if _, err := os.Stat(exitFile); err == nil {
+			return true
+		}
+		if strings.Contains(scr, "Enter to confirm") || strings.Contains(scr, "Press Enter") {
+			tm.Keys("Enter")
+		}
+		return false
+	})
+	if prompted {
+		tm.Fail("the CLI asked about a tool call the policy decided")
+	}
+	if !shown {
+		tm.Fail("the screen never showed the model's last answer")
+	}
+	tm.Keys("-l", "/exit")
+	time.Sleep(300 * time.Millisecond) // let the command menu settle
+	tm.Keys("Enter")
+	if code, ok := waitExit(exitFile, e2eWait); !ok || code != 0 {
+		tm.Fail("claude-relay terminal exit %d (exited: %v), want 0", code, ok)
+	}
+
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep me" {
+		t.Errorf("victim after the denied rm: %q, %v; want it kept", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.cwd, "allowed-file")); err != nil {
+		t.Errorf("the allowed touch did not run: %v", err)
+	}
+	res := e.api.ToolResults()
+	if len(res) != 2 || !strings.Contains(res[0].Content, "Denied by the team's central policy (rule Bash(rm *)): victims stay") {
+		t.Errorf("tool results sent to the API %+v, want the denial's reason first", res)
+	}
+
+	evs, _ := e.events(session)
+	checkTerminalRun(t, evs, interaction, "PreToolUse", "PostToolUse")
+	var got []string
+	for _, ev := range evs {
+		if ev.EventType != wire.TypePolicyDecision {
+			continue
+		}
+		var d wire.PolicyDecision
+		if err := json.Unmarshal(ev.EventData, &d); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Rule+" "+d.Outcome+" "+string(d.DecidedBy))
+		if d.ToolUseID == "" || d.InputSHA256 == "" || d.Source != "backend" {
+			t.Errorf("policy decision %+v, want the call's ID, digest and source", d)
+		}
+	}
+	if want := []string{"Bash(rm *) deny policy", "Bash(touch *) allow policy"}; strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("policy decisions %q, want %q", got, want)
+	}
+}

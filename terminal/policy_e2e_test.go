@@ -4,6 +4,8 @@ package terminal
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +97,53 @@ func TestE2ETerminalPolicy(t *testing.T) {
 	}
 	if want := []string{"Bash(rm *) deny policy", "Bash(touch *) allow policy"}; strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("policy decisions %q, want %q", got, want)
+	}
+}
+
+// With no helper to answer, the real CLI refuses the call: the hook's exit
+// status 2 is how a command hook blocks, and the model hears why.
+func TestE2EPolicyHookFailsClosed(t *testing.T) {
+	e := newE2E(t, mockapi.Script{
+		mockapi.ToolTurn("Bash", map[string]any{"command": "rm victim", "description": "Remove victim"}),
+		mockapi.TextTurn("closed done"),
+	})
+	victim := filepath.Join(e.cwd, "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + ln.Addr().String() + "/hook/x"
+	ln.Close()
+	settings, err := Settings(gone, e.relay, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, settings, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exitFile := filepath.Join(t.TempDir(), "exit")
+	var b strings.Builder
+	b.WriteString("cd " + shellQuote(e.cwd) + " && env -i")
+	for _, kv := range e.env {
+		b.WriteString(" " + shellQuote(kv))
+	}
+	fmt.Fprintf(&b, " %s --settings=%s 'Clean up'; echo $? > %s", shellQuote(e.cli.Path), shellQuote(path), shellQuote(exitFile))
+	tm := tmux.Start(t, b.String())
+	if !waitFor(tm, "closed done", exitFile) {
+		tm.Fail("the screen never showed the model's last answer")
+	}
+	tm.Keys("-l", "/exit")
+	time.Sleep(300 * time.Millisecond) // let the command menu settle
+	tm.Keys("Enter")
+	waitExit(exitFile, e2eWait)
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep me" {
+		t.Errorf("victim with the helper gone: %q, %v; want it kept", b, err)
+	}
+	if res := e.api.ToolResults(); len(res) != 1 || !strings.Contains(res[0].Content, "so it is refused") {
+		t.Errorf("tool results sent to the API %+v, want the hook's refusal", res)
 	}
 }

@@ -2,9 +2,7 @@ package executor
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/claude-relay/claude-relay/internal/policy"
@@ -71,13 +69,7 @@ func (r *run) policyAnswer(ctx context.Context, cb *streamjson.HookCallbackReque
 }
 
 // PolicyDenial is what the model hears for a call the policy denied.
-func PolicyDenial(m policy.Match) string {
-	msg := fmt.Sprintf("Denied by the team's central policy (rule %s)", m.Rule.Rule)
-	if r := strings.TrimSpace(m.Reason); r != "" {
-		msg += ": " + r
-	}
-	return msg + ". Do not try to get around it; ask the user if this is needed."
-}
+func PolicyDenial(m policy.Match) string { return m.Denial() }
 
 // takePolicyAsk returns and forgets the policy's ask for a tool call.
 func (r *run) takePolicyAsk(toolUseID string) (policyAsk, bool) {
@@ -99,9 +91,7 @@ func (r *run) policyResolved(pa policyAsk, c *streamjson.CanUseToolRequest, appr
 }
 
 func (r *run) policyEvent(m policy.Match, src policy.Source, tool, toolUseID string, input []byte) wire.PolicyDecision {
-	return wire.PolicyDecision{RunID: r.req.RunID, Rule: m.Rule.Rule, RuleIndex: m.Index, Effect: string(m.Effect),
-		Approver: string(m.Approver), Reason: m.Reason, ToolName: tool, ToolUseID: toolUseID,
-		InputSHA256: wire.InputDigest(input), Source: string(src)}
+	return m.Event(src, r.req.RunID, tool, toolUseID, input)
 }
 
 func (r *run) emitPolicy(d wire.PolicyDecision) {

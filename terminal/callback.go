@@ -25,7 +25,9 @@ const MaxHookBody = 8 << 20
 // /hook/<secret> from a loopback address with a JSON object body are taken;
 // everything else is refused and logged (without the secret).
 type CallbackServer struct {
-	OnHook func(event string, body []byte) // called once per accepted hook input
+	// OnHook is called once per accepted hook input; what it returns is
+	// the answer the CLI reads (a PreToolUse decision), nil for none.
+	OnHook func(ctx context.Context, event string, body []byte) any
 	Logger *slog.Logger
 
 	secret string
@@ -36,7 +38,7 @@ type CallbackServer struct {
 }
 
 // StartCallbackServer listens on 127.0.0.1 on a random port.
-func StartCallbackServer(onHook func(string, []byte), log *slog.Logger) (*CallbackServer, error) {
+func StartCallbackServer(onHook func(context.Context, string, []byte) any, log *slog.Logger) (*CallbackServer, error) {
 	raw := make([]byte, 24)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, fmt.Errorf("callback secret: %w", err)
@@ -105,10 +107,19 @@ func (c *CallbackServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "not a hook input")
 		return
 	}
-	// Spool first, then answer with no decision: the CLI posts its next hook
-	// only after this answer, so hook events keep their order. Spooling is
-	// one write(2), so the CLI barely waits; hooks never change what it does.
-	c.OnHook(in.Event, body)
+	// Spool first, then answer: the CLI posts its next hook only after this
+	// answer, so hook events keep their order. Spooling is one write(2), so
+	// the CLI barely waits; only the policy's PreToolUse answer decides.
+	answer := c.OnHook(r.Context(), in.Event, body)
+	out := []byte("{}")
+	if answer != nil {
+		if b, err := json.Marshal(answer); err == nil {
+			out = b
+		} else {
+			reject(http.StatusInternalServerError, "cannot encode the answer")
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, "{}")
+	w.Write(out) //nolint:errcheck // the CLI gone is its own problem
 }

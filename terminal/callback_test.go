@@ -24,11 +24,12 @@ type hookRecorder struct {
 	bodies [][]byte
 }
 
-func (h *hookRecorder) onHook(event string, body []byte) {
+func (h *hookRecorder) onHook(_ context.Context, event string, body []byte) any {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.events = append(h.events, event)
 	h.bodies = append(h.bodies, bytes.Clone(body))
+	return nil
 }
 
 func (h *hookRecorder) got() ([]string, [][]byte) {

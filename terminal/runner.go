@@ -59,7 +59,11 @@ type Options struct {
 	// (billing.go).
 	Billing      billing.Policy
 	ProbeBilling func(ctx context.Context, cwd string) (billing.Source, error)
-	State        *relay.State // where the workspace's last conversation is kept; nil: nowhere
+	// Policy is the central policy (serve.policy), enforced by a
+	// PreToolUse command hook that asks the callback server (policy.go,
+	// hookpolicy.go); nil: not enforced.
+	Policy PolicySource
+	State  *relay.State // where the workspace's last conversation is kept; nil: nowhere
 	// Registry records the run while its CLI runs, so that if this helper
 	// dies the next helper start stops what is left and ends the run in
 	// the backend (relay.EndDeadRuns); nil: not recorded.
@@ -141,7 +145,8 @@ type runner struct {
 	convID     string
 	hookCount  int
 	rows       int
-	before     map[string]int64 // transcript sizes before a resumed or continued run
+	asks       map[string]terminalAsk // policy asks the terminal's person has yet to answer, by tool_use_id
+	before     map[string]int64       // transcript sizes before a resumed or continued run
 
 	// Turns, tokens and cost (usage.go, usage_cost.go).
 	usage        usageTracker
@@ -183,7 +188,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings, err := Settings(cb.URL(), r.o.Exe)
+	settings, err := Settings(cb.URL(), r.o.Exe, r.o.Policy != nil)
 	if err != nil {
 		cb.Close(context.Background())
 		return nil, fmt.Errorf("hook settings: %w", err)
@@ -210,6 +215,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	cb.Close(sctx)
 	cancel()
 	r.stopTail()
+	r.endAsks(wire.ByCancelled)                               // asks the CLI ended with no further hook
 	proc.KillNow(proc.Tree{RunID: r.o.RunID, Token: r.token}) // tools the CLI left running
 
 	r.mu.Lock()
@@ -371,8 +377,9 @@ func (r *runner) execCLI(ctx context.Context, settingsPath string) (code int, st
 	}
 }
 
-// onHook forwards a hook input and starts tailing the transcript it names.
-func (r *runner) onHook(event string, body []byte) {
+// onHook forwards a hook input and starts tailing the transcript it names;
+// a PreToolUse gets the central policy's answer.
+func (r *runner) onHook(ctx context.Context, event string, body []byte) any {
 	var in struct {
 		SessionID      string `json:"session_id"`
 		TranscriptPath string `json:"transcript_path"`
@@ -399,6 +406,11 @@ func (r *runner) onHook(event string, body []byte) {
 	if start {
 		r.startTail(in.TranscriptPath)
 	}
+	if event == "PreToolUse" {
+		return r.policyAnswer(ctx, body)
+	}
+	r.policyHook(event, body)
+	return nil
 }
 
 // syncTail has the tailer read what the transcript holds now (bounded: a

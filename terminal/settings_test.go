@@ -15,7 +15,7 @@ import (
 func TestSettings(t *testing.T) {
 	const url = "http://127.0.0.1:1234/hook/abc"
 	const exe = "/opt/claude relay/bin/claude-relay"
-	b, err := Settings(url, exe)
+	b, err := Settings(url, exe, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestSettings(t *testing.T) {
 			continue
 		}
 		wantMatcher := ""
-		if ev == "PreToolUse" || ev == "PostToolUse" {
+		if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PostToolUseFailure" {
 			wantMatcher = "*"
 		}
 		if entries[0].Matcher != wantMatcher {
@@ -76,7 +76,7 @@ func TestSettingsCommandQuoting(t *testing.T) {
 		t.Fatal(err)
 	}
 	const url = "http://127.0.0.1:1/hook/it's;$HOME"
-	b, err := Settings(url, exe)
+	b, err := Settings(url, exe, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +113,25 @@ func TestShellQuote(t *testing.T) {
 		if !strings.HasPrefix(shellQuote(s), "'") {
 			t.Errorf("shellQuote(%q) = %s, want single-quoted", s, shellQuote(s))
 		}
+	}
+}
+
+// With a policy, PreToolUse asks it through the fail-closed command hook.
+func TestSettingsPolicyHook(t *testing.T) {
+	const url, exe = "http://127.0.0.1:1234/hook/abc", "/opt/claude-relay"
+	b, err := Settings(url, exe, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s fakeSettings
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Hooks["PreToolUse"][0].Hooks[0]
+	if want := shellQuote(exe) + " hook-policy " + shellQuote(url); h.Type != "command" || h.Command != want || h.Timeout != PolicyHookTimeout {
+		t.Errorf("PreToolUse hook %+v, want command %s with timeout %d", h, want, PolicyHookTimeout)
+	}
+	if m := s.Hooks["PreToolUse"][0].Matcher; m != "*" {
+		t.Errorf("PreToolUse matcher %q, want every tool", m)
 	}
 }

@@ -165,7 +165,7 @@ func (a *App) rootCommand() *cobra.Command {
 	pf.String("claude-path", "", "Claude Code CLI to run (empty: discovery)")
 	pf.String("log-level", "", "debug, info, warn or error")
 	pf.String("log-format", "", "text or json")
-	root.AddCommand(newVersionCmd(a), newConfigCmd(a), newDoctorCmd(a), newSpoolCmd(a), newExtensionCmd(a), newRunCmd(a), newServeCmd(a), newTerminalCmd(a), newHookPostCmd(a), newACPCmd(a), newTokenCmd(a), newAuditCmd(a))
+	root.AddCommand(newVersionCmd(a), newConfigCmd(a), newDoctorCmd(a), newSpoolCmd(a), newExtensionCmd(a), newRunCmd(a), newServeCmd(a), newTerminalCmd(a), newHookPostCmd(a), newHookPolicyCmd(a), newACPCmd(a), newTokenCmd(a), newAuditCmd(a))
 	if a.server != nil {
 		root.AddCommand(newEmbeddedBackendCmd(a))
 	}

@@ -136,7 +136,7 @@ func (a *App) terminalRun(h *helper, o terminalOptions, f relay.Frame) terminal.
 		Resume: o.Resume, Fork: o.Fork, Continue: o.Continue, BaseEnv: env, Env: c.Claude.Env,
 		SessionID: f.SessionID, InteractionID: f.InteractionID, RunID: f.RunID, Host: f.Host, Events: h.Events(),
 		State: relay.NewState(c.DataDir), Registry: a.runRegistry(), Logger: a.log,
-		Billing: c.Claude.Billing, ProbeBilling: h.exec.ProbeBilling,
+		Billing: c.Claude.Billing, ProbeBilling: h.exec.ProbeBilling, Policy: h.policy,
 	}
 }
 
@@ -178,6 +178,31 @@ func newHookPostCmd(a *App) *cobra.Command {
 			req.Header.Set("Content-Type", "application/json")
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
+			}
+			return nil
+		},
+	}
+}
+
+// newHookPolicyCmd is the PreToolUse command hook of a terminal run: it
+// asks the run's callback server for the central policy's decision and
+// prints it for the CLI; when there is no answer it refuses the tool call
+// (exit 2), since the CLI runs a tool whose hook failed.
+func newHookPolicyCmd(a *App) *cobra.Command {
+	return &cobra.Command{
+		Use:    "hook-policy URL",
+		Short:  "Ask a terminal run's callback URL for the central policy's decision on a tool call (stdin); run by the CLI, not by people",
+		Hidden: true,
+		Example: "  # the PreToolUse hook from the settings `claude-relay terminal` gives the CLI (URL and secret are per run)\n" +
+			"  echo '{\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{\"command\":\"rm x\"}}' |\n" +
+			"    claude-relay hook-policy http://127.0.0.1:41234/hook/76d311e73542f1b4e518e815d967f30c9265e34b1334593c",
+		Args: cobra.ExactArgs(1),
+		// No configuration needed: a broken one must not stand in for the
+		// helper's answer.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nil },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code := terminal.PolicyHook(cmd.Context(), args[0], a.Stdin, a.Stdout, a.Stderr); code != 0 {
+				return &ExitError{Code: code}
 			}
 			return nil
 		},

@@ -119,11 +119,12 @@ func TestTerminalExit(t *testing.T) {
 }
 
 // TestTerminalHelpExamples: `terminal --help` and the hidden `hook-post
-// --help` show how they are run.
+// --help` and `hook-policy --help` show how they are run.
 func TestTerminalHelpExamples(t *testing.T) {
 	for _, tc := range []struct{ cmd, example string }{
 		{"terminal", "claude-relay terminal --session=sess-1 --resume="},
 		{"hook-post", "|\n    claude-relay hook-post http://127.0.0.1:"},
+		{"hook-policy", "|\n    claude-relay hook-policy http://127.0.0.1:"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			var out, errb strings.Builder

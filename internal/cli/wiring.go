@@ -74,6 +74,7 @@ type helper struct {
 	exec    *executor.Executor
 	backend *backendConn
 	cli     cliInfo
+	policy  *policySource // the central policy, for terminal runs (the executor has it too)
 
 	backendOnce sync.Once
 }
@@ -100,7 +101,7 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 	}
 	a.endDeadRuns(ctx, fwd)
 	c := a.loaded.Config
-	h := &helper{exec: exec, backend: backend, cli: info}
+	h := &helper{exec: exec, backend: backend, cli: info, policy: pol}
 	h.Host = host.New(host.Options{
 		Forwarder: fwd,
 		Core: relay.Options{Executor: exec, State: relay.NewState(c.DataDir), DefaultCwd: c.Workspace, Host: hostname(),

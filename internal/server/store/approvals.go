@@ -105,6 +105,7 @@ func (r *ApprovalRecord) Request(ev Event, req *wire.ApprovalRequested) (changed
 	for i, o := range req.Options {
 		r.Options[i] = clean(string(o))
 	}
+	r.Approver, r.PolicyRule, r.PolicyReason = clean(req.Approver), clean(req.PolicyRule), clean(req.PolicyReason)
 	r.RequestedAt = ev.Timestamp.UTC()
 	return true, false
 }

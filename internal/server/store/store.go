@@ -226,6 +226,12 @@ type Approval struct {
 	Options     []string  `json:"options"`
 	RequestedAt time.Time `json:"requested_at"` // the request event's timestamp
 	State       string    `json:"state"`        // pending or resolved
+	// The central policy's rule that asked, as the request carried it:
+	// Approver "dashboard" means only the dashboard may decide, so the
+	// dashboard says so and why.
+	Approver     string `json:"approver,omitempty"`
+	PolicyRule   string `json:"policy_rule,omitempty"`
+	PolicyReason string `json:"policy_reason,omitempty"`
 	// The outcome, from the helper's relay.approval_resolved (or the run's end).
 	Decision   string     `json:"decision,omitempty"`
 	By         string     `json:"by,omitempty"`

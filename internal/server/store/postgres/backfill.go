@@ -50,3 +50,9 @@ func backfillTitles(ctx context.Context, tx pgx.Tx) error {
 func backfillStatuses(ctx context.Context, tx pgx.Tx) error {
 	return ingest.BackfillStatuses(ctx, &writeTx{tx: tx}, txSource{tx})
 }
+
+// backfillApprovals is migration 9's: ingest.BackfillApprovals in the
+// migration's transaction.
+func backfillApprovals(ctx context.Context, tx pgx.Tx) error {
+	return ingest.BackfillApprovals(ctx, &writeTx{tx: tx}, txSource{tx})
+}

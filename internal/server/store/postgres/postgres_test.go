@@ -103,10 +103,17 @@ func TestBackfill(t *testing.T) {
 }
 
 // migrations are every schema version this build applies.
-var migrations = []int{1, 2, 3, 4, 5, 6, 7, 8} // 8: the audit order (audit.go), PostgreSQL only
+var migrations = []int{1, 2, 3, 4, 5, 6, 7, 8, 9} // 8: the audit order (audit.go), PostgreSQL only; 9: the approvals' policy (SQLite's 8)
 
 // ph numbers PostgreSQL's placeholders for storetest's statements.
 func ph(n int) string { return "$" + strconv.Itoa(n) }
+
+// TestBackfillApprovalPolicy: migration 9 gives the approvals stored
+// before it the policy their requests carried.
+func TestBackfillApprovalPolicy(t *testing.T) {
+	s := openOld(t, 8, storetest.PolicyInserts(storetest.PolicyFixture(), ph))
+	storetest.CheckApprovalPolicy(t, s, "pb-a")
+}
 
 // openOld opens a database that a release at schema version left, filled
 // with stmts, and checks that opening it applied every later migration.

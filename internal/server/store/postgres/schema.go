@@ -200,6 +200,12 @@ ALTER TABLE events ADD PRIMARY KEY (session_id, event_id);
 	// adds to events. Rows stored before get this migration's transaction
 	// ID and identities in table order.
 	auditMigration,
+	// 9: the central policy's rule that asked for an approval, as in
+	// package sqlite's migration 8; the backfill (backfills[9]) folds every
+	// session's approvals again, this time with it.
+	`ALTER TABLE approvals ADD COLUMN approver text NOT NULL DEFAULT '',
+	ADD COLUMN policy_rule text NOT NULL DEFAULT '',
+	ADD COLUMN policy_reason text NOT NULL DEFAULT ''`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold
@@ -211,6 +217,7 @@ var backfills = map[int]func(ctx context.Context, tx pgx.Tx) error{
 	4: backfillTitles,
 	5: backfillStatuses,
 	7: backfillTitles,
+	9: backfillApprovals,
 }
 
 // migrate brings the schema up to date in one transaction that holds an

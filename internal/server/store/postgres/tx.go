@@ -140,7 +140,7 @@ const (
 	upsertSearch = `INSERT INTO session_search (session_id, text) VALUES ($1, $2)
 		ON CONFLICT (session_id) DO UPDATE SET text = EXCLUDED.text`
 	upsertApproval = `INSERT INTO approvals (` + ingest.ApprovalColumns + `)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 		ON CONFLICT (approval_id) DO UPDATE SET
 			run_id = EXCLUDED.run_id, tool_name = EXCLUDED.tool_name, title = EXCLUDED.title,
 			input = EXCLUDED.input, kind = EXCLUDED.kind, options = EXCLUDED.options,
@@ -148,7 +148,9 @@ const (
 			decision = EXCLUDED.decision, resolved_by = EXCLUDED.resolved_by,
 			reason = EXCLUDED.reason, resolved_at = EXCLUDED.resolved_at,
 			requested = EXCLUDED.requested, request_event = EXCLUDED.request_event,
-			closure = EXCLUDED.closure, closure_event = EXCLUDED.closure_event`
+			closure = EXCLUDED.closure, closure_event = EXCLUDED.closure_event,
+			approver = EXCLUDED.approver, policy_rule = EXCLUDED.policy_rule,
+			policy_reason = EXCLUDED.policy_reason`
 	// Keeps the earliest end whichever transaction stored one first.
 	upsertRunEnd = `INSERT INTO run_ends (session_id, run_id, at, event_id) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (session_id, run_id) DO UPDATE SET at = EXCLUDED.at, event_id = EXCLUDED.event_id

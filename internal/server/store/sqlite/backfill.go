@@ -75,3 +75,14 @@ func backfillStatuses(ctx context.Context, tx *sql.Tx) (err error) {
 	}
 	return ingest.BackfillStatuses(ctx, &writeTx{tx: tx, st: st, owned: true}, txSource{tx})
 }
+
+// backfillApprovals is migration 8's: ingest.BackfillApprovals through the
+// writer's statements, prepared on the migration's transaction.
+func backfillApprovals(ctx context.Context, tx *sql.Tx) (err error) {
+	st := &statements{}
+	defer func() { err = errors.Join(err, st.close()) }()
+	if err := st.prepareWriter(ctx, tx); err != nil {
+		return err
+	}
+	return ingest.BackfillApprovals(ctx, &writeTx{tx: tx, st: st, owned: true}, txSource{tx})
+}

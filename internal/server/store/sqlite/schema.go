@@ -208,6 +208,13 @@ ALTER TABLE events_v3 RENAME TO events;
 	// derives every session's list fields again, this one with them, from
 	// the stored relay.billing_source and system/init events.
 	`ALTER TABLE sessions ADD COLUMN billed_to TEXT NOT NULL DEFAULT ''`,
+	// 8: the central policy's rule that asked for an approval (issue 26:
+	// the dashboard says when only it may decide, and why); the backfill
+	// (backfills[8]) folds every session's approvals again from the stored
+	// relay.approval_requested events, this time with them.
+	`ALTER TABLE approvals ADD COLUMN approver TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN policy_rule TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN policy_reason TEXT NOT NULL DEFAULT '';`,
 }
 
 // backfills derive, in Go, what a migration's new columns and tables hold
@@ -219,6 +226,7 @@ var backfills = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	4: backfillTitles,
 	5: backfillStatuses,
 	7: backfillTitles,
+	8: backfillApprovals,
 }
 
 // migrate brings the schema up to date. The transaction begins IMMEDIATE

@@ -59,10 +59,17 @@ func TestBackfill(t *testing.T) {
 }
 
 // migrations are every schema version this build applies.
-var migrations = []int{1, 2, 3, 4, 5, 6, 7}
+var migrations = []int{1, 2, 3, 4, 5, 6, 7, 8}
 
 // ph numbers SQLite's placeholders for storetest's statements.
 func ph(int) string { return "?" }
+
+// TestBackfillApprovalPolicy: migration 8 gives the approvals stored
+// before it the policy their requests carried.
+func TestBackfillApprovalPolicy(t *testing.T) {
+	s := openOld(t, 7, storetest.PolicyInserts(storetest.PolicyFixture(), ph))
+	storetest.CheckApprovalPolicy(t, s, "pb-a")
+}
 
 // openOld opens a database that a release at schema version left, filled
 // with stmts, and checks that opening it applied every later migration.

@@ -104,7 +104,7 @@ func (st *statements) prepareWriter(ctx context.Context, w preparer) error {
 	p(&st.runEnds, `SELECT run_id, at, event_id FROM run_ends
 		WHERE session_id = ? AND run_id IN (SELECT value FROM json_each(?))`)
 	p(&st.upsertApproval, `INSERT INTO approvals (`+ingest.ApprovalColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (approval_id) DO UPDATE SET
 			run_id = excluded.run_id, tool_name = excluded.tool_name, title = excluded.title,
 			input = excluded.input, kind = excluded.kind, options = excluded.options,
@@ -112,7 +112,9 @@ func (st *statements) prepareWriter(ctx context.Context, w preparer) error {
 			decision = excluded.decision, resolved_by = excluded.resolved_by,
 			reason = excluded.reason, resolved_at = excluded.resolved_at,
 			requested = excluded.requested, request_event = excluded.request_event,
-			closure = excluded.closure, closure_event = excluded.closure_event`)
+			closure = excluded.closure, closure_event = excluded.closure_event,
+			approver = excluded.approver, policy_rule = excluded.policy_rule,
+			policy_reason = excluded.policy_reason`)
 	// Keeps the earliest end whichever transaction stored one first.
 	p(&st.upsertRunEnd, `INSERT INTO run_ends (session_id, run_id, at, event_id) VALUES (?, ?, ?, ?)
 		ON CONFLICT (session_id, run_id) DO UPDATE SET at = excluded.at, event_id = excluded.event_id

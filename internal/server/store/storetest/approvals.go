@@ -256,6 +256,67 @@ func testApprovalsList(t *testing.T, s store.Store) {
 	}
 }
 
+// PolicyApprovalRequested is a relay.approval_requested that the central
+// policy's dashboard-only rule asked for (its rule and reason hold text a
+// page must not take for markup).
+func PolicyApprovalRequested(sid, iid string, seq int64, at time.Duration, run, id string) store.Event {
+	return ev(sid, iid, seq, store.EventApprovalRequested, at, mustJSON(wire.ApprovalRequested{
+		RunID: run, ApprovalID: id, Kind: wire.ApprovalTool, ToolName: "Bash", Title: "git push origin main",
+		Input:    json.RawMessage(`{"command":"git push origin main"}`),
+		Options:  wire.OptionsFor(wire.ApprovalTool),
+		Approver: "dashboard", PolicyRule: "Bash(git push *)", PolicyReason: "pushes need a <b>second</b> pair of eyes",
+	}))
+}
+
+// CheckApprovalPolicy checks that approval id has the policy of
+// PolicyApprovalRequested, from Approval and from Approvals.
+func CheckApprovalPolicy(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	check := func(how string, a store.Approval) {
+		t.Helper()
+		if a.Approver != "dashboard" || a.PolicyRule != "Bash(git push *)" || a.PolicyReason != "pushes need a <b>second</b> pair of eyes" {
+			t.Errorf("%s: approver %q, rule %q, reason %q; want the request's", how, a.Approver, a.PolicyRule, a.PolicyReason)
+		}
+	}
+	check("Approval", mustApproval(t, s, id))
+	list, err := s.Approvals(context.Background(), store.ApprovalFilter{Limit: 1000})
+	if err != nil {
+		t.Fatalf("Approvals: %v", err)
+	}
+	for _, a := range list {
+		if a.ApprovalID == id {
+			check("Approvals", a)
+			return
+		}
+	}
+	t.Errorf("Approvals lists no %s", id)
+}
+
+// testApprovalPolicy: an approval keeps the central policy's rule that
+// asked for it through a later request, a remote decision and the
+// resolution; one that no rule asked for has none.
+func testApprovalPolicy(t *testing.T, s store.Store) {
+	const sid = "pol"
+	mustAppend(t, s, PolicyApprovalRequested(sid, "i1", 1, 1, "run1", "pol-a"), approvalRequested(sid, "i1", 2, 2, "run1", "pol-b"))
+	CheckApprovalPolicy(t, s, "pol-a")
+	if b := mustApproval(t, s, "pol-b"); b.Approver != "" || b.PolicyRule != "" || b.PolicyReason != "" {
+		t.Errorf("pol-b: approver %q, rule %q, reason %q; want none", b.Approver, b.PolicyRule, b.PolicyReason)
+	}
+	// A second request for pol-a (another event) cannot drop its policy.
+	again := approvalRequested(sid, "i1", 3, 3, "run1", "pol-a")
+	mustAppend(t, s, again)
+	CheckApprovalPolicy(t, s, "pol-a")
+	if _, err := s.Decide(context.Background(), decision("pol-a", "d-pol", "alice")); err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+	CheckApprovalPolicy(t, s, "pol-a")
+	mustAppend(t, s, approvalResolved(sid, "i1", 4, 4, "run1", "pol-a", "allow", "dashboard"))
+	CheckApprovalPolicy(t, s, "pol-a")
+	if a := mustApproval(t, s, "pol-a"); a.State != store.ApprovalResolved {
+		t.Errorf("pol-a: state %q after its resolution", a.State)
+	}
+}
+
 func decision(id, decisionID, by string) store.Decision {
 	return store.Decision{ApprovalID: id, DecisionID: decisionID, Decision: "allow", Reason: "looks fine", By: by,
 		UpdatedInput: json.RawMessage(`{"command":"ls"}`), DecidedAt: t0.Add(time.Minute)}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -314,4 +316,45 @@ func CheckStatusBackfill(t *testing.T, s store.Store, events []store.Event) {
 	if got := mustSession(t, s, "sf-live-mid"); got.Status != store.StatusCompleted {
 		t.Errorf("sf-live-mid after a turn that completed and an idle close: status %q, want completed", got.Status)
 	}
+}
+
+// PolicyFixture is a session a release before the approvals' policy
+// columns stored: an approval the central policy's dashboard-only rule
+// asked for (CheckApprovalPolicy's "pb-a").
+func PolicyFixture() []store.Event {
+	return []store.Event{PolicyApprovalRequested("pb", "i1", 1, 1, "run1", "pb-a")}
+}
+
+// PolicyInserts are the rows a release before the policy columns held for
+// events (V1Inserts) and their approvals, without approver, policy_rule
+// and policy_reason.
+func PolicyInserts(events []store.Event, ph func(n int) string) []Statement {
+	out := V1Inserts(events, ph)
+	cols := strings.TrimSuffix(ingest.ApprovalColumns, ", approver, policy_rule, policy_reason")
+	for _, sid := range sortedSessions(events) {
+		var evs []store.Event
+		for i, e := range events {
+			if e.SessionID == sid {
+				e.Cursor = int64(i + 1)
+				evs = append(evs, e)
+			}
+		}
+		d := store.DeriveAll(evs)
+		for _, id := range slices.Sorted(maps.Keys(d.Approvals)) {
+			args, _ := ingest.ApprovalArgs(d.Approvals[id])
+			args = args[:len(args)-3]
+			phs := make([]string, len(args))
+			for i := range phs {
+				phs[i] = ph(i + 1)
+			}
+			out = append(out, Statement{`INSERT INTO approvals (` + cols + `) VALUES (` + strings.Join(phs, ", ") + `)`, args})
+		}
+	}
+	return out
+}
+
+func sortedSessions(events []store.Event) []string {
+	ids, _ := sessionsOf(events)
+	sort.Strings(ids)
+	return ids
 }

@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ApprovalsArrivalOrder", testApprovalsArrivalOrder},
 		{"ApprovalsFirstArrivalWins", testApprovalsFirstArrivalWins},
 		{"ApprovalsList", testApprovalsList},
+		{"ApprovalPolicy", testApprovalPolicy},
 		{"Decide", testDecide},
 		{"DecideConcurrent", testDecideConcurrent},
 		{"DecideNotifies", testDecideNotifies},

@@ -56,17 +56,8 @@ func backfillSession(ctx context.Context, tx Tx, src Source, id string) error {
 	if d.Search != "" {
 		w.Search = append(w.Search, SearchRow{SessionID: id, Text: d.Search})
 	}
-	ids := sortedKeys(d.Approvals)
-	// An approval_id another session used first stays that session's.
-	stored, err := tx.Approvals(ctx, id, ids, nil)
-	if err != nil {
+	if err := approvalWrites(ctx, tx, id, d.Approvals, &w); err != nil {
 		return err
-	}
-	for _, aid := range ids {
-		if r, ok := stored[aid]; ok && r.SessionID != id {
-			continue
-		}
-		w.Approvals = append(w.Approvals, *d.Approvals[aid])
 	}
 	for _, run := range sortedKeys(d.RunEnds) {
 		w.RunEnds = append(w.RunEnds, RunEndRow{SessionID: id, RunID: run, RunEndRef: d.RunEnds[run]})
@@ -75,6 +66,53 @@ func backfillSession(ctx context.Context, tx Tx, src Source, id string) error {
 		return err
 	}
 	return tx.UpdateSession(ctx, st)
+}
+
+// approvalWrites adds to w the session's approvals as its events make
+// them, but for those whose approval_id another session used first: they
+// stay that session's.
+func approvalWrites(ctx context.Context, tx Tx, id string, recs map[string]*store.ApprovalRecord, w *Writes) error {
+	ids := sortedKeys(recs)
+	stored, err := tx.Approvals(ctx, id, ids, nil)
+	if err != nil {
+		return err
+	}
+	for _, aid := range ids {
+		if r, ok := stored[aid]; ok && r.SessionID != id {
+			continue
+		}
+		w.Approvals = append(w.Approvals, *recs[aid])
+	}
+	return nil
+}
+
+// BackfillApprovals folds, for every stored session, its approvals again
+// from its events (the columns events make; a remote decision stays).
+// SQLite's migration 8 and PostgreSQL's 9 run it: approvals stored before
+// have no approver, policy_rule or policy_reason, which their
+// relay.approval_requested events carry.
+func BackfillApprovals(ctx context.Context, tx Tx, src Source) error {
+	ids, err := src.SessionIDs(ctx)
+	if err != nil {
+		return fmt.Errorf("backfill approvals: list sessions: %w", err)
+	}
+	for _, id := range ids {
+		events, err := src.Events(ctx, id)
+		if err != nil {
+			return fmt.Errorf("backfill approvals: session %q: %w", id, err)
+		}
+		w := Writes{}
+		if err := approvalWrites(ctx, tx, id, store.DeriveAll(events).Approvals, &w); err != nil {
+			return fmt.Errorf("backfill approvals: session %q: %w", id, err)
+		}
+		if len(w.Approvals) == 0 {
+			continue
+		}
+		if err := tx.Write(ctx, w); err != nil {
+			return fmt.Errorf("backfill approvals: session %q: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // BackfillTitles derives again, for every stored session, its list fields

@@ -168,7 +168,7 @@ func InteractionArgs(r *InteractionRow) []any {
 const (
 	ApprovalColumns = `approval_id, session_id, run_id, tool_name, title, input, kind, options,
 	requested_at, state, decision, resolved_by, reason, resolved_at, requested, request_event,
-	closure, closure_event`
+	closure, closure_event, approver, policy_rule, policy_reason`
 	RemoteColumns = `decision_id, remote_decision, remote_reason, remote_updated_input,
 	remote_answers, remote_by, decided_at`
 )
@@ -190,7 +190,7 @@ func ApprovalArgs(r *store.ApprovalRecord) ([]any, error) {
 	}
 	return []any{r.ApprovalID, r.SessionID, r.RunID, r.ToolName, r.Title, string(r.Input), r.Kind,
 		string(options), Nanos(r.RequestedAt), r.State, r.Decision, r.By, r.Reason, NanosPtr(r.ResolvedAt),
-		requested, r.RequestEvent, r.Closure, r.ClosureEvent}, nil
+		requested, r.RequestEvent, r.Closure, r.ClosureEvent, r.Approver, r.PolicyRule, r.PolicyReason}, nil
 }
 
 // ScanApproval reads ApprovalColumns then RemoteColumns.
@@ -207,7 +207,7 @@ func ScanApproval(row Scanner) (*store.ApprovalRecord, error) {
 	)
 	err := row.Scan(&r.ApprovalID, &r.SessionID, &r.RunID, &r.ToolName, &r.Title, &input, &r.Kind,
 		&options, &requestedAt, &r.State, &r.Decision, &r.By, &r.Reason, &resolvedAt, &requested,
-		&r.RequestEvent, &r.Closure, &r.ClosureEvent,
+		&r.RequestEvent, &r.Closure, &r.ClosureEvent, &r.Approver, &r.PolicyRule, &r.PolicyReason,
 		&d.DecisionID, &d.Decision, &d.Reason, &updatedInput, &answers, &d.By, &decidedAt)
 	if err != nil {
 		return nil, err

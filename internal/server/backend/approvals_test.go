@@ -332,6 +332,58 @@ func TestApprovalsList(t *testing.T) {
 	}
 }
 
+// TestApprovalPolicyShown: an approval the central policy asked for shows
+// its approver, rule and reason in the list and alone; one no rule asked
+// for has none of those fields.
+func TestApprovalPolicyShown(t *testing.T) {
+	e := newApprovalEnv(t)
+	e.post("s1", envelope("s1", 1, relaywire.TypeApprovalRequested, relaywire.ApprovalRequested{
+		RunID: "r1", ApprovalID: "p1", Kind: relaywire.ApprovalTool, ToolName: "Bash", Title: "git push",
+		Input: json.RawMessage(`{"command":"git push origin main"}`), Options: optionsFor("tool"),
+		Approver: "dashboard", PolicyRule: "Bash(git push *)", PolicyReason: "pushes need <b>review</b>",
+	}).with("source", "relay"))
+	e.request("p2", "tool", "Bash", "ls")
+	want := map[string]string{"approver": "dashboard", "policy_rule": "Bash(git push *)", "policy_reason": "pushes need <b>review</b>"}
+	check := func(how string, a map[string]json.RawMessage, want map[string]string) {
+		t.Helper()
+		for _, k := range []string{"approver", "policy_rule", "policy_reason"} {
+			raw, ok := a[k]
+			w, wanted := want[k]
+			if !wanted {
+				if ok {
+					t.Errorf("%s: %s = %s, want absent", how, k, raw)
+				}
+				continue
+			}
+			var got string
+			if json.Unmarshal(raw, &got) != nil || got != w {
+				t.Errorf("%s: %s = %s, want %q", how, k, raw, w)
+			}
+		}
+	}
+	var one map[string]json.RawMessage
+	if code := e.call("GET", "/api/approvals/p1", nil, nil, &one); code != 200 {
+		t.Fatalf("GET /api/approvals/p1: %d", code)
+	}
+	check("GET p1", one, want)
+	var list struct {
+		Approvals []map[string]json.RawMessage `json:"approvals"`
+	}
+	if code := e.call("GET", "/api/approvals", nil, nil, &list); code != 200 || len(list.Approvals) != 2 {
+		t.Fatalf("GET /api/approvals: %d, %d approvals", code, len(list.Approvals))
+	}
+	for _, a := range list.Approvals {
+		switch id := string(a["approval_id"]); id {
+		case `"p1"`:
+			check("list p1", a, want)
+		case `"p2"`:
+			check("list p2", a, nil)
+		default:
+			t.Errorf("list: unexpected %s", id)
+		}
+	}
+}
+
 // TestDecision: every answer of POST /api/approvals/{id}/decision.
 func TestDecision(t *testing.T) {
 	e := newApprovalEnv(t)

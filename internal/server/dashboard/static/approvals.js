@@ -9,7 +9,7 @@
 // never as HTML.
 
 (function () {
-  const { el, fmtTime, fmtClock, fmtDuration, setConn, checkAuth } = window.CR;
+  const { el, fmtTime, fmtClock, fmtDuration, setConn, checkAuth, policyNote } = window.CR;
   const P = window.CRPending;
 
   const RESOLVED_MAX = 20;
@@ -208,6 +208,8 @@
     card.wait = el('time', 'a-wait');
     head.appendChild(card.wait);
     node.appendChild(head);
+    const policy = policyNote(a.approver, a.policy_rule, a.policy_reason);
+    if (policy) node.appendChild(policy);
 
     node.appendChild(body(card));
 

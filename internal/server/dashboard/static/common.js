@@ -171,5 +171,28 @@ window.CR = (function () {
     return 'HTTP ' + res.status;
   }
 
-  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, SOURCES, fmtSource, fillBilled, setStatus, setState, isStale, stateOf, STALE_MS, copyText, setConn };
+  // policyNote says why an approval waits for the dashboard: the central
+  // policy's rule that asked (approver "dashboard": no terminal or
+  // extension may answer it), or null when no rule asked. The rule and
+  // reason are the backend's config, still only ever text here.
+  function policyNote(approver, rule, reason) {
+    approver = typeof approver === 'string' ? approver : '';
+    rule = typeof rule === 'string' ? rule : '';
+    reason = typeof reason === 'string' ? reason : '';
+    if (approver !== 'dashboard' && !rule) return null;
+    const p = el('p', 'a-policy');
+    p.appendChild(el('span', 'a-policy-badge', approver === 'dashboard' ? 'dashboard only' : 'policy'));
+    p.appendChild(document.createTextNode(' ' + (approver === 'dashboard'
+      ? 'Only the dashboard may decide: the team\'s central policy' : 'Asked by the team\'s central policy')));
+    if (rule) {
+      p.appendChild(document.createTextNode(' (rule '));
+      p.appendChild(el('code', 'a-policy-rule', rule));
+      p.appendChild(document.createTextNode((reason ? ': ' + reason : '') + ')'));
+    } else if (reason) {
+      p.appendChild(document.createTextNode(' (' + reason + ')'));
+    }
+    return p;
+  }
+
+  return { checkAuth, apiError, el, num, fmtTime, fmtClock, fmtDuration, sessionDuration, fmtInt, totalTokens, tokensTitle, fmtCost, SOURCES, fmtSource, fillBilled, setStatus, setState, isStale, stateOf, STALE_MS, copyText, setConn, policyNote };
 })();

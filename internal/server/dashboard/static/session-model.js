@@ -762,6 +762,7 @@ window.CRModel = (function () {
     Object.assign(a, {
       runID: str(d.run_id), toolName: str(d.tool_name), title: str(d.title), kind: str(d.kind) || 'tool',
       input: d.input, toolUseID: str(d.tool_use_id), options: Array.isArray(d.options) ? d.options.filter((o) => typeof o === 'string') : [],
+      approver: str(d.approver), policyRule: str(d.policy_rule), policyReason: str(d.policy_reason),
     });
     this.mark(ev, a);
     const call = a.toolUseID ? this.calls.get(a.toolUseID) : null;

@@ -407,6 +407,8 @@ window.CRView = (function () {
     if (a.toolName) head.appendChild(el('span', 'badge', a.toolName));
     head.appendChild(el('span', 'title', a.title || a.toolName || 'approval ' + a.id));
     node.appendChild(head);
+    const policy = C.policyNote(a.approver, a.policyRule, a.policyReason);
+    if (policy) node.appendChild(policy);
     const out = el('div', 'outcome');
     out.appendChild(el('span', 'what', approvalOutcome(a)));
     if (a.state !== 'resolved' && a.id) {

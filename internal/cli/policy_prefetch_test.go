@@ -54,7 +54,11 @@ func TestHelperPrefetchesPolicy(t *testing.T) {
 	h, cache := prefetchHelper(t, srv.URL)
 	h.Start(nil)
 	defer h.close(relay.StopClosed)
-	<-fetched
+	select { // no tool call asks: only the prefetch can fetch
+	case <-fetched:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the started helper never asked the backend for the policy")
+	}
 	// The prefetch writes the cache before it lets go of the client's lock,
 	// so a Current that returns from memory has it on disk.
 	if _, src := h.policy.Current(t.Context()); src != policy.FromBackend {
@@ -87,9 +91,14 @@ func TestHelperCloseStopsPrefetch(t *testing.T) {
 	defer close(release)
 	h, cache := prefetchHelper(t, srv.URL)
 	h.Start(nil) // does not wait for the backend
-	<-asked
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the started helper never asked the backend for the policy")
+	}
 	h.close(relay.StopClosed)
-	// The client's timeout is 5s; a cancelled request ends well within it.
+	// Not a speed check: the bound tells a request cancelled by close from
+	// one ended by the client's own 5s timeout.
 	select {
 	case <-gaveUp:
 	case <-time.After(3 * time.Second):

@@ -1,7 +1,8 @@
 // Package host owns a helper's run lifecycle, the same for every front end
 // (the extension protocol, `run`, `acp`, `terminal`): the run core over the
 // executor and the forwarder, the waiter that brings decisions made in the
-// dashboard, and the end, where runs are stopped and the forwarder drains
+// dashboard, a prefetch done in the background (the central policy's
+// first fetch), and the end, where runs are stopped and the forwarder drains
 // within a bound. A front end opens one (internal/cli builds it from the
 // configuration), starts it with the handler that shows delivery errors to
 // its user, and closes it once.

@@ -24,6 +24,15 @@ func (p *policySource) Current(ctx context.Context) (*policy.Policy, policy.Sour
 	return c.Current(ctx)
 }
 
+// prefetch fetches the policy once when the helper starts (the host runs
+// it and stops it at close): else a helper whose first tool call came with
+// the backend down, and no cache file yet, would enforce nothing. The
+// client's own timeout bounds it, and a hook asking meanwhile waits for
+// this fetch rather than starting another.
+func (p *policySource) prefetch(ctx context.Context) {
+	p.Current(ctx) // the client keeps it, and its cache file, for the tool calls
+}
+
 // policyClient fetches the backend's policy with the token the helper
 // posts with, keeping the last one in the data dir for offline starts.
 // Only the helper's own fetch writes that file: nothing a client sends

@@ -108,6 +108,7 @@ func (a *App) newHelper(ctx context.Context, requireCLI bool) (*helper, error) {
 			CLIError: info.err, Logger: a.log, Budget: a.budgetClient(backend)},
 		// Decisions made in the dashboard answer the runs' approvals too.
 		Remote:       func(core *relay.Core) io.Closer { return a.remoteWaiter(backend, core) },
+		Prefetch:     pol.prefetch,
 		DrainTimeout: c.Forwarder.DrainTimeout,
 	})
 	return h, nil
@@ -124,6 +125,7 @@ func (h *helper) close(stop relay.Stop) host.Closed {
 // abandon is the end on a second signal: no time for a graceful stop or a
 // drain (the spool keeps what was not delivered), but no leftovers either.
 func (h *helper) abandon() {
+	h.StopPrefetch()
 	h.exec.KillLive()
 	h.backendOnce.Do(h.backend.Close)
 }

@@ -1,7 +1,8 @@
 // Package host owns a helper's run lifecycle, the same for every front end
 // (the extension protocol, `run`, `acp`, `terminal`): the run core over the
 // executor and the forwarder, the waiter that brings decisions made in the
-// dashboard, and the end, where runs are stopped and the forwarder drains
+// dashboard, a prefetch done in the background (the central policy's
+// first fetch), and the end, where runs are stopped and the forwarder drains
 // within a bound. A front end opens one (internal/cli builds it from the
 // configuration), starts it with the handler that shows delivery errors to
 // its user, and closes it once.
@@ -35,7 +36,11 @@ type Options struct {
 	// Remote, when set, starts what answers the core's approvals from
 	// elsewhere (internal/remote's waiter for dashboard decisions); Start
 	// starts it and Close closes it.
-	Remote       func(*relay.Core) io.Closer
+	Remote func(*relay.Core) io.Closer
+	// Prefetch, when set, is work Start runs once in its own goroutine so
+	// that the front end's start does not wait for it (the central
+	// policy's first fetch). Its context ends at Close, which waits for it.
+	Prefetch     func(context.Context)
 	DrainTimeout time.Duration // the forwarder's drain at Close (10s)
 }
 
@@ -46,6 +51,11 @@ type Host struct {
 
 	startOnce sync.Once
 	remote    io.Closer
+
+	// The prefetch's owner: cancel ends it, done closes when it returns.
+	prefetchMu     sync.Mutex
+	cancelPrefetch context.CancelFunc
+	prefetchDone   chan struct{}
 
 	closeOnce sync.Once
 	closed    Closed
@@ -93,14 +103,53 @@ func (h *Host) Start(onError func(forwarder.Error)) {
 		if h.opts.Remote != nil {
 			h.remote = h.opts.Remote(h.core)
 		}
+		h.startPrefetch()
 	})
 }
 
-// Close stops every run with stop (each posts its ending), closes the
-// remote waiter and drains the forwarder for up to DrainTimeout. Later
+func (h *Host) startPrefetch() {
+	if h.opts.Prefetch == nil {
+		return
+	}
+	h.prefetchMu.Lock()
+	defer h.prefetchMu.Unlock()
+	if h.prefetchDone != nil {
+		return // stopped before it started: never start it
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	h.cancelPrefetch, h.prefetchDone = cancel, done
+	go func() {
+		defer close(done)
+		h.opts.Prefetch(ctx)
+	}()
+}
+
+// StopPrefetch cancels the prefetch and waits for it to return; Close
+// calls it first, and a front end that gives up without closing (a second
+// signal) calls it so that nothing of the host outlives it. Idempotent.
+func (h *Host) StopPrefetch() {
+	h.prefetchMu.Lock()
+	if h.prefetchDone == nil {
+		// Never started: mark it stopped so that a late Start does not start it.
+		h.prefetchDone = make(chan struct{})
+		close(h.prefetchDone)
+	}
+	cancel, done := h.cancelPrefetch, h.prefetchDone
+	h.prefetchMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	<-done
+}
+
+// Close stops the prefetch, stops every run with stop (each posts its
+// ending), closes the remote waiter and drains the forwarder for up to DrainTimeout. Later
 // calls return the first one's result.
 func (h *Host) Close(stop relay.Stop) Closed {
 	h.closeOnce.Do(func() {
+		// First, so that a backend that does not answer delays no one.
+		h.StopPrefetch()
 		h.core.CloseFor(stop)
 		if h.remote != nil {
 			h.remote.Close() //nolint:errcheck // nothing pending is left to answer

@@ -77,3 +77,43 @@ func TestCloseUnstarted(t *testing.T) {
 		t.Errorf("Close = %+v, stopped %d", c, f.stopped.Load())
 	}
 }
+
+// Start runs the prefetch once without waiting for it; Close cancels it and
+// returns only once it has returned, so nothing of the host outlives it.
+func TestPrefetchStoppedAtClose(t *testing.T) {
+	started, returned := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	h := New(Options{Forwarder: &fwd{}, DrainTimeout: time.Millisecond,
+		Prefetch: func(ctx context.Context) {
+			runs.Add(1)
+			close(started)
+			<-ctx.Done() // a backend that never answers
+			close(returned)
+		}})
+	h.Start(nil) // returns with the prefetch still waiting
+	h.Start(nil)
+	<-started
+	h.Close(relay.StopClosed)
+	select {
+	case <-returned:
+	default:
+		t.Fatal("Close returned before the prefetch did")
+	}
+	h.StopPrefetch() // idempotent
+	if runs.Load() != 1 {
+		t.Errorf("prefetch ran %d times; want once", runs.Load())
+	}
+}
+
+// A prefetch stopped before Start (a front end giving up early) never runs.
+func TestPrefetchStoppedBeforeStart(t *testing.T) {
+	var runs atomic.Int32
+	h := New(Options{Forwarder: &fwd{}, DrainTimeout: time.Millisecond,
+		Prefetch: func(context.Context) { runs.Add(1) }})
+	h.StopPrefetch()
+	h.Start(nil)
+	h.Close(relay.StopClosed)
+	if runs.Load() != 0 {
+		t.Errorf("prefetch ran %d times after StopPrefetch; want never", runs.Load())
+	}
+}

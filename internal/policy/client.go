@@ -100,7 +100,7 @@ func (c *Client) Current(ctx context.Context) (*Policy, Source) {
 		c.save(p)
 		return p, FromBackend
 	}
-	if !c.failing {
+	if !c.failing && ctx.Err() == nil { // a caller that gave up (a helper closing) is no outage
 		c.o.Logger.Warn("policy: cannot fetch the backend's policy; enforcing the last known one", "err", err)
 		c.failing = true
 	}

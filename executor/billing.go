@@ -38,7 +38,8 @@ func (r *run) checkBilling(info json.RawMessage) bool {
 	}
 	var refused *billing.RefusedError
 	if errors.As(err, &refused) {
-		r.e.log.Warn("billing guard: run stopped before its first API request", "run_id", r.req.RunID,
+		// Debug: the user hears it from the error event and the run's end.
+		r.e.log.Debug("billing guard: run stopped before its first API request", "run_id", r.req.RunID,
 			"billed_to", src.Label(), "claude.billing", r.e.opts.Billing)
 		select {
 		case r.refused <- refused:

@@ -55,8 +55,11 @@ type View struct {
 	// midLine: --partial text ends the screen's last line, with no newline
 	// yet; clear ends that line instead of erasing the text.
 	midLine bool
-	stop    chan struct{}
-	spinWG  sync.WaitGroup
+	// lastError is the last error event's message, which a failed run's
+	// end line does not repeat.
+	lastError string
+	stop      chan struct{}
+	spinWG    sync.WaitGroup
 }
 
 // New returns the View of one run.
@@ -280,6 +283,9 @@ func (v *View) render(ev extension.Event) {
 		v.Line("! limit: " + ev.Message)
 	case extension.EventError:
 		v.Line(fmt.Sprintf("! %s: %s", ev.Code, ev.Message))
+		v.mu.Lock()
+		v.lastError = ev.Message
+		v.mu.Unlock()
 	}
 }
 
@@ -369,7 +375,11 @@ func (v *View) final(ev extension.Event) {
 	}
 	switch ev.Event {
 	case extension.EventRunFailed:
-		fmt.Fprintf(out, "run failed (exit %d): %s\n", ev.Result.ExitCode, firstLine(ev.Result.Stderr))
+		if why := firstLine(ev.Result.Stderr); why != "" && why != firstLine(v.lastError) {
+			fmt.Fprintf(out, "run failed (exit %d): %s\n", ev.Result.ExitCode, why)
+		} else {
+			fmt.Fprintf(out, "run failed (exit %d)\n", ev.Result.ExitCode) // the error line above said why
+		}
 	case extension.EventRunCancelled:
 		if ev.Reason != "" {
 			fmt.Fprintf(out, "run cancelled: %s\n", ev.Reason)

@@ -170,3 +170,29 @@ func screenHasLine(screen, line string) bool {
 	}
 	return false
 }
+
+// A failed run whose error line already said why ends without saying it
+// again; one that did not says why on its end line.
+func TestFailedRunSaysWhyOnce(t *testing.T) {
+	why := "billing guard: the Claude CLI would bill this run to API key ANTHROPIC_API_KEY"
+	for _, tc := range []struct {
+		name  string
+		error bool
+		want  string
+	}{
+		{"said before", true, "run failed (exit 78)\n"},
+		{"not said", false, "run failed (exit 78): " + why + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			v := New(Options{Stdout: &out})
+			if tc.error {
+				v.render(extension.Event{Event: extension.EventError, Code: "billing_refused", Message: why})
+			}
+			v.final(extension.Event{Event: extension.EventRunFailed, SessionID: "s", Result: &extension.Result{ExitCode: 78, Stderr: why}})
+			if !strings.Contains(out.String(), tc.want) || strings.Count(out.String(), why) != 1 {
+				t.Errorf("output:\n%s\nwant the line %q and the reason once", out.String(), tc.want)
+			}
+		})
+	}
+}

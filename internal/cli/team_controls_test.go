@@ -86,9 +86,9 @@ func TestTeamControlsAudited(t *testing.T) {
 	// claude.billing subscription.
 	billCwd := project("billing-proj")
 	billAPI := mockapi.New(t, mockapi.Script{mockapi.TextTurn("should not be asked")})
-	_, stderr, code = runMain(t, env(billAPI, "CLAUDE_RELAY_CLAUDE_BILLING=subscription"), "run", "--cwd", billCwd, "--max-turns", "2", "hello")
-	if code != billing.ExitStatus || !strings.Contains(stderr, "API key ANTHROPIC_API_KEY") {
-		t.Fatalf("the run billed to an API key: exit %d, want %d; stderr:\n%s", code, billing.ExitStatus, stderr)
+	stdout, stderr, code = runMain(t, env(billAPI, "CLAUDE_RELAY_CLAUDE_BILLING=subscription"), "run", "--cwd", billCwd, "--max-turns", "2", "hello")
+	if code != billing.ExitStatus || !strings.Contains(stdout, "! billing_refused: billing guard: the Claude CLI would bill this run to API key ANTHROPIC_API_KEY") {
+		t.Fatalf("the run billed to an API key: exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, billing.ExitStatus, stdout, stderr)
 	}
 	if n := len(billAPI.Requests()); n != 0 {
 		t.Errorf("the billing guard let %d requests reach the API", n)

@@ -126,6 +126,13 @@ func validate(req Request) error {
 	if err := req.RunOptions.Validate(); err != nil {
 		return err
 	}
+	return ValidateOwn(req)
+}
+
+// ValidateOwn checks what only a Request can get wrong, for a front end
+// that has checked its RunOptions already (RunOptions.Validate); Run checks
+// both.
+func ValidateOwn(req Request) error {
 	if req.Idle && (!req.KeepAlive || strings.TrimSpace(req.Prompt) != "" || len(req.Content) > 0) {
 		return badRequest("", "an idle start is a keep-alive run with no prompt (its first send is the first turn)")
 	}

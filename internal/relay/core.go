@@ -232,7 +232,8 @@ func (c *Core) executorRequest(req Request) (executor.Request, wire.PromptRecord
 	if strings.TrimSpace(er.Prompt) == "" && !er.Idle {
 		return er, rec, nil // seed 002: completes at once, nothing to check
 	}
-	if err := executor.Validate(er); err != nil {
+	// The options were checked by check; what is the request's own here.
+	if err := executor.ValidateOwn(er); err != nil {
 		return er, rec, badValue(err)
 	}
 	return er, rec, nil
